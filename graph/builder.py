@@ -1,0 +1,83 @@
+"""The agent's wiring — read it top to bottom as the picture of the agent (SPEC §3).
+
+    load_memory → retrieve → agent ⇄ tools → update_memory
+
+After ``agent``: tool calls go to ``tools``, an answer to ``update_memory``. After ``tools``: back to
+``agent`` unless the budget is spent. ``graph`` at the bottom is compiled without a checkpointer, for the
+LangGraph server, which brings its own; Python and CLI callers use ``build_graph(checkpointer=...)``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.store.base import BaseStore
+
+from graph.context import Context
+from graph.state import InputState, State
+from nodes.agent import make_agent
+from nodes.execute_tools import make_tools
+from nodes.load_memory import make_load_memory
+from nodes.retrieve import make_retrieve
+from nodes.update_memory import make_update_memory
+from stores.base import KnowledgeBase, MemoryStore
+from tools.builtin import builtin_registry
+from tools.registry import ToolRegistry
+
+
+def route_after_agent(state: State) -> Literal["tools", "update_memory"]:
+    last = state.messages[-1] if state.messages else None
+    if isinstance(last, AIMessage) and (last.tool_calls or last.invalid_tool_calls):
+        return "tools"
+    return "update_memory"
+
+
+def route_after_tools(state: State) -> Literal["agent", "update_memory"]:
+    return "update_memory" if state.stop_reason else "agent"
+
+
+def build_builder(
+    *,
+    model: BaseChatModel | None = None,
+    registry: ToolRegistry | None = None,
+    knowledge: KnowledgeBase | None = None,
+    memory: MemoryStore | None = None,
+) -> StateGraph:
+    """The uncompiled graph; ``model`` fixes the chat model (else it is chosen per run from the context)."""
+    registry = registry if registry is not None else builtin_registry()
+    builder = StateGraph(State, input_schema=InputState, context_schema=Context)
+    builder.add_node("load_memory", make_load_memory(memory))
+    builder.add_node("retrieve", make_retrieve(knowledge))
+    builder.add_node("agent", make_agent(registry, model))
+    builder.add_node("tools", make_tools(registry))
+    builder.add_node("update_memory", make_update_memory(memory))
+
+    builder.add_edge(START, "load_memory")
+    builder.add_edge("load_memory", "retrieve")
+    builder.add_edge("retrieve", "agent")
+    builder.add_conditional_edges("agent", route_after_agent, ["tools", "update_memory"])
+    builder.add_conditional_edges("tools", route_after_tools, ["agent", "update_memory"])
+    builder.add_edge("update_memory", END)
+    return builder
+
+
+def build_graph(
+    checkpointer: BaseCheckpointSaver | None = None,
+    store: BaseStore | None = None,
+    *,
+    model: BaseChatModel | None = None,
+    registry: ToolRegistry | None = None,
+    knowledge: KnowledgeBase | None = None,
+    memory: MemoryStore | None = None,
+) -> CompiledStateGraph:
+    """The compiled agent. Pass a checkpointer to keep threads (``stores.checkpoint.open_checkpointer``)."""
+    builder = build_builder(model=model, registry=registry, knowledge=knowledge, memory=memory)
+    return builder.compile(checkpointer=checkpointer, store=store, name="kb-agent")
+
+
+graph = build_graph()

@@ -1,0 +1,174 @@
+"""Run configuration: one dataclass that is both the graph's context schema and the CLI's settings.
+
+Every field left at its default is filled from an environment variable (``KB_AGENT_<FIELD>`` unless the
+field's metadata names another), so the same object works from Python, the CLI, and LangGraph Studio,
+where the fields are shown and editable.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import types
+import typing
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from langgraph.config import get_config
+from langgraph.runtime import Runtime
+
+ENV_PREFIX = "KB_AGENT_"
+OFFLINE_MODEL = "offline"
+
+
+class ConfigError(ValueError):
+    """A setting that cannot be used; the message names the variable and what to put in it."""
+
+
+def _env_name(f: Any) -> str:
+    return f.metadata.get("env") or ENV_PREFIX + f.name.upper()
+
+
+def _coerce(raw: str, typ: Any, env: str) -> Any:
+    """Turn an environment string into the field's type, or say which variable is wrong."""
+    if isinstance(typ, types.UnionType) or typing.get_origin(typ) is typing.Union:
+        typ = next(t for t in typing.get_args(typ) if t is not type(None))
+    try:
+        if typ is bool:
+            if raw.strip().lower() in {"1", "true", "yes", "on"}:
+                return True
+            if raw.strip().lower() in {"0", "false", "no", "off", ""}:
+                return False
+            raise ValueError(raw)
+        if typ in (int, float):
+            return typ(raw)
+    except ValueError:
+        raise ConfigError(f"{env}={raw!r} is not a valid {typ.__name__}") from None
+    return raw
+
+
+@dataclass(kw_only=True)
+class Context:
+    """Settings for one run of the agent (model, endpoint, budget, identity, storage)."""
+
+    model: str = field(
+        default="",
+        metadata={
+            "description": "Chat model name at the endpoint. Empty: the offline model unless an endpoint "
+            "or key is configured (then gpt-4o-mini). 'offline' forces the offline model."
+        },
+    )
+    base_url: str = field(
+        default="",
+        metadata={
+            "description": "OpenAI-compatible endpoint, e.g. https://dashscope.aliyuncs.com/compatible-mode/v1."
+        },
+    )
+    api_key_env: str = field(
+        default="KB_AGENT_API_KEY",
+        metadata={
+            "description": "Name of the environment variable holding the API key (falls back to OPENAI_API_KEY)."
+        },
+    )
+    temperature: float = field(default=0.0, metadata={"description": "Sampling temperature."})
+    model_timeout: float = field(
+        default=60.0, metadata={"description": "Seconds to wait for one model reply."}
+    )
+    model_max_retries: int = field(
+        default=2, metadata={"description": "Retries on transient endpoint errors."}
+    )
+    context_window: int = field(
+        default=0, metadata={"description": "Model context limit in tokens (0: a default per model family)."}
+    )
+
+    max_rounds: int = field(
+        default=10, metadata={"description": "Model calls per turn before the turn stops."}
+    )
+    max_tool_calls: int = field(default=20, metadata={"description": "Tool calls per turn."})
+    max_tokens: int = field(default=200_000, metadata={"description": "Model tokens (in + out) per turn."})
+    max_seconds: float = field(default=300.0, metadata={"description": "Wall time per turn, in seconds."})
+    max_repeated_calls: int = field(
+        default=3,
+        metadata={
+            "description": "Stop when the same tool is asked with the same arguments this often in a row."
+        },
+    )
+    tool_concurrency: int = field(default=4, metadata={"description": "Tool calls of one turn run at once."})
+    tool_timeout: float = field(default=90.0, metadata={"description": "Seconds one tool call may take."})
+
+    user_id: str = field(
+        default="default", metadata={"description": "Who is asking; scopes memories and permissions."}
+    )
+    timezone: str = field(
+        default="", metadata={"description": "IANA time zone for dates (empty: the machine's)."}
+    )
+    data_dir: str = field(
+        default="./.kb-agent",
+        metadata={"env": "KB_AGENT_HOME", "description": "Where threads, indexes and memories are kept."},
+    )
+    checkpoint_url: str = field(
+        default="",
+        metadata={
+            "description": "postgresql://… to keep threads in Postgres instead of SQLite under data_dir."
+        },
+    )
+
+    def __post_init__(self) -> None:
+        hints = typing.get_type_hints(type(self))
+        for f in fields(self):
+            env = _env_name(f)
+            if getattr(self, f.name) == f.default and env in os.environ:
+                setattr(self, f.name, _coerce(os.environ[env], hints[f.name], env))
+        self.validate()
+
+    def validate(self) -> None:
+        """Refuse limits that would make every turn fail, naming the variable to fix."""
+        for name in ("max_rounds", "max_tool_calls", "max_tokens", "max_repeated_calls", "tool_concurrency"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{ENV_PREFIX}{name.upper()} must be at least 1, got {getattr(self, name)}")
+        for name in ("max_seconds", "tool_timeout", "model_timeout"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{ENV_PREFIX}{name.upper()} must be positive, got {getattr(self, name)}")
+
+    @property
+    def api_key(self) -> str:
+        """The key from the named variable, else OPENAI_API_KEY; never stored on the object."""
+        return os.environ.get(self.api_key_env) or os.environ.get("OPENAI_API_KEY", "")
+
+    @property
+    def uses_offline_model(self) -> bool:
+        """True when no endpoint is configured, or the offline model is asked for by name."""
+        if self.model == OFFLINE_MODEL:
+            return True
+        return not self.model and not self.base_url and not self.api_key
+
+    @property
+    def model_name(self) -> str:
+        return OFFLINE_MODEL if self.uses_offline_model else (self.model or "gpt-4o-mini")
+
+    @classmethod
+    def from_runtime(cls, runtime: Runtime[Context] | None) -> Context:
+        """The run's context, with ``user_id`` also taken from ``config["configurable"]`` (SPEC §9)."""
+        ctx = runtime.context if runtime is not None and runtime.context is not None else None
+        if ctx is None:
+            ctx = cls()
+        elif isinstance(ctx, dict):
+            ctx = cls(**ctx)
+        try:
+            configurable = get_config().get("configurable", {})
+        except RuntimeError:  # called outside a run
+            configurable = {}
+        user = configurable.get("user_id")
+        if user and ctx.user_id == cls.__dataclass_fields__["user_id"].default:
+            ctx = dataclasses.replace(ctx, user_id=str(user))
+        return ctx
+
+
+def env_table() -> list[tuple[str, str, str]]:
+    """(variable, default, description) for every setting, for the README and ``kb-agent config``."""
+    rows = []
+    for f in fields(Context):
+        rows.append(
+            (_env_name(f), repr(f.default) if f.default != "" else '""', f.metadata.get("description", ""))
+        )
+    return rows

@@ -1,0 +1,1 @@
+"""Graph nodes, one module each, plus the models and budget they share."""

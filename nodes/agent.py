@@ -1,0 +1,109 @@
+"""``agent``: the model decides — answer now, or ask for tools.
+
+The budget is checked before every request, the model is told what is left, and retrieved passages,
+recalled memories and the running summary reach it as marked data blocks in the system prompt.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, SystemMessage
+from langgraph.runtime import Runtime
+
+from graph.context import Context
+from graph.state import State
+from nodes import prompts
+from nodes.budget import Budget
+from nodes.models import get_chat_model
+from nodes.models.errors import ModelError, describe_model_error
+from nodes.models.tokens import count_message_tokens, estimate_tokens, message_text
+from nodes.turn import current_question, language, unsummarised
+from tools.registry import ToolRegistry
+
+log = logging.getLogger("kb_agent.agent")
+
+AgentNode = Callable[[State, Runtime[Context]], dict[str, Any]]
+
+
+def final_message(text: str, reason: str) -> AIMessage:
+    """An answer the application writes itself (budget stop, empty question): marked so callers can tell."""
+    return AIMessage(content=text, response_metadata={"kb_agent_stop": reason, "finish_reason": "stop"})
+
+
+def make_agent(registry: ToolRegistry, model: BaseChatModel | None = None) -> AgentNode:
+    """The agent node over ``registry``; ``model`` overrides the per-run choice (tests, benchmarks)."""
+
+    def agent(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+        ctx = Context.from_runtime(runtime)
+        budget = Budget.from_context(ctx)
+        question, turn_id = current_question(state.messages)
+        lang = language(question)
+        counters = budget.counters_for(state.budget, turn_id)
+        if not question.strip():
+            return {
+                "messages": [final_message(prompts.EMPTY_QUESTION[lang], "empty_question")],
+                "budget": counters,
+                "stop_reason": "empty_question",
+            }
+        reason = budget.spent(counters)
+        if reason:
+            return {
+                "messages": [final_message(budget.stop_message(reason, lang == "zh"), reason)],
+                "budget": counters,
+                "stop_reason": reason,
+            }
+
+        system = prompts.system_prompt(
+            lang,
+            remaining=budget.remaining(counters),
+            summary=state.summary,
+            memories=state.memories,
+            passages=state.passages,
+        )
+        request = [SystemMessage(system), *unsummarised(state.messages, state.summary_covers)]
+        chat = model or get_chat_model(ctx)
+        definitions = registry.definitions()
+        bound = chat.bind_tools(definitions) if definitions else chat
+        started = time.perf_counter()
+        try:
+            response = bound.invoke(request)
+        except ModelError:
+            raise
+        except Exception as exc:
+            described = describe_model_error(exc, ctx)
+            if described is None:
+                raise
+            raise described from exc
+        if not isinstance(response, AIMessage):
+            response = AIMessage(content=message_text(response))
+
+        usage = response.usage_metadata or {}
+        used = usage.get("total_tokens") or (
+            count_message_tokens(request) + estimate_tokens(message_text(response))
+        )
+        counters["rounds"] += 1
+        counters["tokens"] += int(used)
+        log.info(
+            "node=agent model=%s round=%d tokens=%d tool_calls=%d duration_ms=%.1f",
+            ctx.model_name,
+            counters["rounds"],
+            used,
+            len(response.tool_calls),
+            (time.perf_counter() - started) * 1000,
+        )
+        if response.tool_calls and budget.note_calls(counters, response.tool_calls):
+            # The repeated call is not run: the assistant message is replaced so no call goes unanswered.
+            text = budget.stop_message("repeated_call", lang == "zh")
+            return {
+                "messages": [final_message(text, "repeated_call")],
+                "budget": counters,
+                "stop_reason": "repeated_call",
+            }
+        return {"messages": [response], "budget": counters, "stop_reason": None}
+
+    return agent

@@ -1,0 +1,81 @@
+"""``tools``: run the calls the model asked for, through the platform's checks, and report each one.
+
+Every call gets exactly one ToolMessage with its ``tool_call_id``, right after the assistant message
+(seed 004 §6): results of calls with unparseable arguments, calls past the tool-call budget, and failed
+calls included. Status events go to the ``custom`` stream as they happen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from langchain_core.messages import AIMessage, ToolMessage
+from langgraph.config import get_config
+from langgraph.runtime import Runtime
+
+from graph.context import Context
+from graph.state import State
+from nodes.agent import final_message
+from nodes.budget import Budget
+from nodes.turn import current_question, language
+from tools.executor import ToolCallRequest, ToolExecutor
+from tools.registry import ToolContext, ToolRegistry
+
+ToolsNode = Callable[[State, Runtime[Context]], dict[str, Any]]
+
+
+def pending_calls(message: AIMessage) -> list[ToolCallRequest]:
+    """The calls of an assistant message, malformed ones (``invalid_tool_calls``) included."""
+    calls = [ToolCallRequest(c["id"] or "", c["name"], c["args"]) for c in message.tool_calls]
+    for bad in message.invalid_tool_calls:
+        calls.append(
+            ToolCallRequest(
+                bad.get("id") or "",
+                bad.get("name") or "unknown",
+                bad.get("args"),
+                error=bad.get("error") or "malformed JSON",
+            )
+        )
+    return calls
+
+
+def _thread_id() -> str | None:
+    try:
+        return get_config().get("configurable", {}).get("thread_id")
+    except RuntimeError:
+        return None
+
+
+def make_tools(registry: ToolRegistry) -> ToolsNode:
+    def tools(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+        ctx = Context.from_runtime(runtime)
+        budget = Budget.from_context(ctx)
+        last = state.messages[-1]
+        assert isinstance(last, AIMessage), "the tools node runs only after an assistant message"
+        question, turn_id = current_question(state.messages)
+        counters = budget.counters_for(state.budget, turn_id)
+        calls = pending_calls(last)
+        allowance = max(0, budget.max_tool_calls - counters["tool_calls"])
+        to_run, refused = calls[:allowance], calls[allowance:]
+
+        executor = ToolExecutor(registry, concurrency=ctx.tool_concurrency, timeout=ctx.tool_timeout)
+        tool_ctx = ToolContext(
+            user_id=ctx.user_id, thread_id=_thread_id(), timezone=ctx.timezone, settings=ctx
+        )
+        outcomes = executor.run(to_run, tool_ctx, emit=runtime.stream_writer)
+        messages: list[Any] = [
+            ToolMessage(content=o.content, tool_call_id=o.call_id, name=o.name, status=o.status)
+            for o in outcomes
+        ]
+        for call in refused:
+            text = f"Error: not run: this turn's budget of {budget.max_tool_calls} tool calls is spent"
+            messages.append(ToolMessage(content=text, tool_call_id=call.id, name=call.name, status="error"))
+        counters["tool_calls"] += len(to_run)
+
+        reason = budget.spent(counters)
+        if reason:
+            messages.append(final_message(budget.stop_message(reason, language(question) == "zh"), reason))
+        return {"messages": messages, "budget": counters, "stop_reason": reason}
+
+    return tools

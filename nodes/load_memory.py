@@ -1,0 +1,28 @@
+"""``load_memory``: recall this user's long-term memories relevant to the question (SPEC §8)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from graph.context import Context
+from graph.state import State
+from nodes.turn import current_question
+from stores.base import MemoryStore
+
+RECALL_TOP_K = 5
+
+
+def make_load_memory(memory: MemoryStore | None) -> Callable[[State, Runtime[Context]], dict[str, Any]]:
+    def load_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+        if memory is None:
+            return {"memories": []}
+        ctx = Context.from_runtime(runtime)
+        question, _ = current_question(state.messages)
+        if not question.strip():
+            return {"memories": []}
+        return {"memories": list(memory.recall(ctx.user_id, question, RECALL_TOP_K))}
+
+    return load_memory

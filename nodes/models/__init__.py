@@ -1,0 +1,52 @@
+"""Chat models: any OpenAI-compatible endpoint, the offline model, and the scripted test double."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from langchain_core.language_models import BaseChatModel
+
+from graph.context import ConfigError, Context
+from nodes.models.offline import OfflineChatModel
+from nodes.models.scripted import ScriptedChatModel, tool_call
+
+__all__ = ["OfflineChatModel", "ScriptedChatModel", "get_chat_model", "tool_call"]
+
+
+@lru_cache(maxsize=16)
+def _openai_model(
+    model: str, base_url: str, api_key: str, temperature: float, timeout: float, retries: int
+) -> BaseChatModel:
+    from langchain_openai import ChatOpenAI
+
+    return ChatOpenAI(
+        model=model,
+        base_url=base_url or None,
+        api_key=api_key,
+        temperature=temperature,
+        timeout=timeout,
+        max_retries=retries,
+        stream_usage=True,
+    )
+
+
+def get_chat_model(context: Context) -> BaseChatModel:
+    """The model this run asked for: the offline model, or the configured OpenAI-compatible endpoint."""
+    if context.uses_offline_model:
+        return OfflineChatModel()
+    key = context.api_key
+    if not key:
+        if not context.base_url:
+            raise ConfigError(
+                f"no API key for model {context.model_name!r}: set {context.api_key_env} (or OPENAI_API_KEY), "
+                "or set KB_AGENT_BASE_URL to a local endpoint, or unset KB_AGENT_MODEL to use the offline model"
+            )
+        key = "not-needed"  # local servers (vLLM, Ollama, llama.cpp) accept any key
+    return _openai_model(
+        context.model_name,
+        context.base_url,
+        key,
+        context.temperature,
+        context.model_timeout,
+        context.model_max_retries,
+    )

@@ -1,0 +1,35 @@
+"""Endpoint failures as one clear sentence: which endpoint, what went wrong, what to change."""
+
+from __future__ import annotations
+
+from graph.context import Context
+
+
+class ModelError(RuntimeError):
+    """The model endpoint could not answer; the message says why and what to do."""
+
+
+def describe_model_error(exc: Exception, ctx: Context) -> ModelError | None:
+    """Translate an ``openai`` client error into a ModelError; None for errors that are not the endpoint's."""
+    try:
+        import openai
+    except ImportError:  # pragma: no cover - openai comes with langchain-openai
+        return None
+    where = ctx.base_url or "https://api.openai.com/v1"
+    if isinstance(exc, openai.APITimeoutError):
+        return ModelError(f"the model endpoint {where} did not answer within {ctx.model_timeout:g} s")
+    if isinstance(exc, openai.APIConnectionError):
+        return ModelError(f"cannot reach the model endpoint {where}: check KB_AGENT_BASE_URL and the network")
+    if isinstance(exc, openai.AuthenticationError):
+        return ModelError(
+            f"the model endpoint {where} rejected the API key: check {ctx.api_key_env} / OPENAI_API_KEY"
+        )
+    if isinstance(exc, openai.PermissionDeniedError):
+        return ModelError(f"the API key may not use model {ctx.model_name!r} at {where}")
+    if isinstance(exc, openai.NotFoundError):
+        return ModelError(f"model {ctx.model_name!r} was not found at {where}: check KB_AGENT_MODEL")
+    if isinstance(exc, openai.RateLimitError):
+        return ModelError(f"the model endpoint {where} is rate-limiting requests; try again later")
+    if isinstance(exc, openai.APIStatusError):
+        return ModelError(f"the model endpoint {where} failed with HTTP {exc.status_code}: {exc.message}")
+    return None

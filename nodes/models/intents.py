@@ -1,0 +1,185 @@
+"""The offline model's rules: read a question as a plan of tool steps, and answer from tool results.
+
+Seed 002's rule model, grown up: it understands arithmetic in Chinese and English (symbols or words),
+date/time questions, and chained requests ("先算 12×3，再加上 5", "then divide the result by 8"), which
+become one model round per dependent step. It never invents a number: every figure in its answers comes
+from a tool result.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from nodes.models.tokens import has_cjk
+
+_WORD_OPS: list[tuple[str, str]] = [
+    (r"乘以|乘上|乘", "*"),
+    (r"除以", "/"),
+    (r"加上|加", "+"),
+    (r"减去|减掉|减", "-"),
+    (r"\bmultiplied by\b|\btimes\b", "*"),
+    (r"\bdivided by\b|\bover\b", "/"),
+    (r"\bplus\b", "+"),
+    (r"\bminus\b", "-"),
+    (r"\bto the power of\b|的(?=\d+次方)", "**"),
+]
+_EXPR = re.compile(
+    r"[-+(（]*\s*\d[\d.,\s]*(?:\s*(?:\*\*|[-+*/×÷xX^%＋－＊／％])\s*[-+(（]*\s*\d[\d.,]*\s*[)）]*)+"
+)
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+_DATE = re.compile(
+    r"今天|今日|日期|几号|几月几日|星期几|礼拜几|周几|几点|现在时间|当前时间|"
+    r"\bdate\b|\btoday\b|what day|what time|current time|time is it",
+    re.IGNORECASE,
+)
+_THEN = re.compile(r"\s*(?:[,，;；。]\s*)?(?:然后|接着|之后|再|and then|then|after that)\s*", re.IGNORECASE)
+_REFERENCE = re.compile(r"结果|得数|它|这个数|\bresult\b|\bit\b|\bthat\b", re.IGNORECASE)
+_REF_OPS: list[tuple[str, str]] = [
+    (r"乘以|乘上|乘|multiply|times", "*"),
+    (r"除以|divide", "/"),
+    (r"加上|加|add|plus", "+"),
+    (r"减去|减掉|减|subtract|minus", "-"),
+    (r"平方|square", "**2"),
+]
+
+
+@dataclass(frozen=True)
+class Step:
+    """One tool call of a plan; ``then`` marks a step that needs the previous result (a new round)."""
+
+    tool: str
+    args: dict[str, Any]
+    then: bool = False
+    ref_op: str | None = None
+
+
+def _words_to_symbols(text: str) -> str:
+    for pattern, symbol in _WORD_OPS:
+        text = re.sub(rf"\s*(?:{pattern})\s*", f" {symbol} ", text, flags=re.IGNORECASE)
+    return text
+
+
+def find_expression(text: str) -> str | None:
+    """The longest arithmetic expression in ``text`` (symbols or operator words), normalised."""
+    candidates = [m.group(0).strip() for m in _EXPR.finditer(_words_to_symbols(text))]
+    candidates = [
+        c for c in candidates if re.search(r"\d\s*(?:\*\*|[-+*/×÷xX^%＋－＊／％])\s*[-+(（]*\s*\d", c)
+    ]
+    if not candidates:
+        return None
+    expr = max(candidates, key=len).rstrip(",， ")
+    opened, closed = expr.count("(") + expr.count("（"), expr.count(")") + expr.count("）")
+    if closed > opened:
+        expr = expr.rstrip(")）") + ")" * opened if opened else expr.rstrip(")）")
+    elif opened > closed:
+        expr = expr.lstrip("(（") if not closed else expr + ")" * (opened - closed)
+    return re.sub(r"\s+", " ", expr)
+
+
+def _reference_step(segment: str) -> Step | None:
+    if not _REFERENCE.search(segment) and not re.match(
+        r"\s*(?:加|减|乘|除|add|subtract|multiply|divide)", segment
+    ):
+        return None
+    for pattern, op in _REF_OPS:
+        if re.search(pattern, segment, re.IGNORECASE):
+            if op == "**2":
+                return Step("calculator", {}, then=True, ref_op="**2")
+            number = _NUMBER.search(segment)
+            if number:
+                return Step("calculator", {}, then=True, ref_op=f"{op} {number.group(0)}")
+    return None
+
+
+def plan_steps(question: str, tools: set[str]) -> list[Step]:
+    """Read the question as an ordered plan of tool calls the offline model can make with ``tools``."""
+    steps: list[Step] = []
+    for segment in (s for s in _THEN.split(question) if s and s.strip()):
+        if "calculator" in tools:
+            expr = find_expression(segment)
+            if expr is not None:
+                steps.append(Step("calculator", {"expression": expr}))
+                continue
+            if steps and (ref := _reference_step(segment)) is not None:
+                steps.append(ref)
+                continue
+        if (
+            "get_current_date" in tools
+            and _DATE.search(segment)
+            and not any(s.tool == "get_current_date" for s in steps)
+        ):
+            steps.append(Step("get_current_date", {}))
+    return steps
+
+
+def rounds_of(steps: list[Step]) -> list[list[Step]]:
+    """Group steps into model rounds: independent steps share a round, dependent ones start a new one."""
+    rounds: list[list[Step]] = []
+    for step in steps:
+        if step.then or not rounds:
+            rounds.append([step])
+        else:
+            rounds[-1].append(step)
+    return rounds
+
+
+def resolve(step: Step, last_result: str | None) -> dict[str, Any]:
+    """Arguments of a step, with a dependent step's operand filled from the previous result."""
+    if step.ref_op is None:
+        return step.args
+    base = last_result if last_result is not None else "0"
+    if step.ref_op == "**2":
+        return {"expression": f"({base}) ** 2"}
+    return {"expression": f"({base}) {step.ref_op}"}
+
+
+def describe_result(tool: str, args: dict[str, Any], content: str, status: str, zh: bool) -> str:
+    """One sentence for one tool result, in the user's language."""
+    if status == "error":
+        reason = content.removeprefix("Error: ")
+        return f"工具 {tool} 没有成功：{reason}" if zh else f"The {tool} tool did not succeed: {reason}"
+    if tool == "calculator":
+        expr = args.get("expression", "")
+        return f"{expr} = {content}"
+    if tool == "get_current_date":
+        try:
+            info = json.loads(content)
+        except ValueError:
+            return content
+        if zh:
+            return f"今天是 {info['date']}，{info['weekday_zh']}，当前时间 {info['time']}（时区 {info['timezone']}）。"
+        return f"Today is {info['weekday']}, {info['date']}; the time is {info['time']} ({info['timezone']})."
+    return (f"工具 {tool} 返回：" if zh else f"{tool} returned: ") + content[:600]
+
+
+def compose_answer(question: str, results: list[tuple[str, dict[str, Any], str, str]]) -> str:
+    """The final answer from ``(tool, args, content, status)`` results, in the question's language."""
+    zh = has_cjk(question)
+    lines = [describe_result(tool, args, content, status, zh) for tool, args, content, status in results]
+    calc = [r for r in results if r[0] == "calculator" and r[3] == "success"]
+    lead = ""
+    if calc:
+        final = calc[-1][2]
+        lead = (f"计算结果：{final}。" if zh else f"The result is {final}.") + "\n"
+    return lead + "\n".join(lines)
+
+
+def capabilities_reply(question: str, tools: set[str]) -> str:
+    """What the offline model says when no rule applies: what it can do and how to get a real model."""
+    zh = has_cjk(question)
+    names = ", ".join(sorted(tools)) or ("无" if zh else "none")
+    if zh:
+        return (
+            "我是 kb-agent 的离线演示模型，只按规则处理固定类型的请求：算术（如“计算 123 × 456”）、"
+            f"日期时间（如“今天几号”）。本轮可用的工具：{names}。"
+            "要回答开放问题，请设置 KB_AGENT_BASE_URL / KB_AGENT_API_KEY / KB_AGENT_MODEL 接入真实模型。"
+        )
+    return (
+        "I am kb-agent's offline demo model and only handle fixed kinds of requests by rule: arithmetic "
+        "(e.g. 'what is 123 * 456'), and dates and times ('what is the date today'). Tools available this "
+        f"turn: {names}. For open questions, set KB_AGENT_BASE_URL / KB_AGENT_API_KEY / KB_AGENT_MODEL to "
+        "use a real model."
+    )

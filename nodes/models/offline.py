@@ -1,0 +1,170 @@
+"""The offline model: a real, deterministic ``BaseChatModel`` that needs no endpoint.
+
+It is what runs with zero configuration, what the README's first command and the graph's tests use. It
+decides from the conversation by rule (see ``nodes.models.intents``), calls only the tools it was bound
+with, and marks every answer ``response_metadata["offline"] = True`` so nobody mistakes it for an LLM.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from langchain_core.runnables import Runnable
+from langchain_core.utils.function_calling import convert_to_openai_tool
+
+from nodes.models import intents
+from nodes.models.tokens import count_message_tokens, estimate_tokens, message_text
+
+OFFLINE_MODEL_NAME = "kb-agent-offline"
+
+
+def _tool_names(tools: Sequence[Any] | None) -> set[str]:
+    names = set()
+    for tool in tools or []:
+        spec = tool if isinstance(tool, dict) and "function" in tool else convert_to_openai_tool(tool)
+        names.add(spec["function"]["name"])
+    return names
+
+
+def _last_human(messages: Sequence[BaseMessage]) -> int:
+    for i in range(len(messages) - 1, -1, -1):
+        if isinstance(messages[i], HumanMessage):
+            return i
+    return -1
+
+
+class OfflineChatModel(BaseChatModel):
+    """Rule-based stand-in for an LLM: arithmetic → ``calculator``, dates → ``get_current_date``."""
+
+    model_name: str = OFFLINE_MODEL_NAME
+
+    @property
+    def _llm_type(self) -> str:
+        return OFFLINE_MODEL_NAME
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Runnable[LanguageModelInput, AIMessage]:
+        formatted = [
+            t if isinstance(t, dict) and "function" in t else convert_to_openai_tool(t) for t in tools
+        ]
+        return self.bind(tools=formatted, **kwargs)
+
+    def decide(self, messages: Sequence[BaseMessage], tools: Sequence[Any] | None = None) -> AIMessage:
+        """The next assistant message for this conversation (tool calls or a final answer)."""
+        names = _tool_names(tools)
+        start = _last_human(messages)
+        question = message_text(messages[start]) if start >= 0 else ""
+        turn = list(messages[start + 1 :])
+        asked = [m for m in turn if isinstance(m, AIMessage) and m.tool_calls]
+        results = {m.tool_call_id: m for m in turn if isinstance(m, ToolMessage)}
+        rounds = intents.rounds_of(intents.plan_steps(question, names))
+
+        executed: list[tuple[str, dict[str, Any], str, str]] = []
+        last_calc: str | None = None
+        failed = False
+        for message in asked:
+            for call in message.tool_calls:
+                result = results.get(call["id"])
+                if result is None:
+                    continue
+                status = (
+                    "error"
+                    if result.status == "error" or message_text(result).startswith("Error:")
+                    else "success"
+                )
+                failed = failed or status == "error"
+                executed.append((call["name"], call["args"], message_text(result), status))
+                if call["name"] == "calculator" and status == "success":
+                    last_calc = message_text(result)
+
+        if len(asked) < len(rounds) and not failed:
+            calls = [
+                {
+                    "name": step.tool,
+                    "args": intents.resolve(step, last_calc),
+                    "id": f"call_{uuid.uuid4().hex[:24]}",
+                }
+                for step in rounds[len(asked)]
+            ]
+            return self._message("", tool_calls=calls, messages=messages)
+        if executed:
+            return self._message(intents.compose_answer(question, executed), messages=messages)
+        return self._message(intents.capabilities_reply(question, names), messages=messages)
+
+    def _message(
+        self, content: str, *, messages: Sequence[BaseMessage], tool_calls: list[dict[str, Any]] | None = None
+    ) -> AIMessage:
+        prompt_tokens = count_message_tokens(messages)
+        output_tokens = estimate_tokens(content) + 8 * len(tool_calls or [])
+        return AIMessage(
+            content=content,
+            tool_calls=tool_calls or [],
+            id=f"offline-{uuid.uuid4().hex}",
+            response_metadata={
+                "model_name": self.model_name,
+                "offline": True,
+                "finish_reason": "tool_calls" if tool_calls else "stop",
+            },
+            usage_metadata={
+                "input_tokens": prompt_tokens,
+                "output_tokens": output_tokens,
+                "total_tokens": prompt_tokens + output_tokens,
+            },
+        )
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        return ChatResult(generations=[ChatGeneration(message=self.decide(messages, kwargs.get("tools")))])
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        """Stream the decision: tool calls in one chunk, text in short pieces (so the CLI shows tokens)."""
+        message = self.decide(messages, kwargs.get("tools"))
+        text = message_text(message)
+        pieces = [text[i : i + 16] for i in range(0, len(text), 16)] or [""]
+        for i, piece in enumerate(pieces):
+            last = i == len(pieces) - 1
+            chunk = AIMessageChunk(
+                content=piece,
+                id=message.id,
+                tool_call_chunks=(
+                    [
+                        {
+                            "name": c["name"],
+                            "args": _json(c["args"]),
+                            "id": c["id"],
+                            "index": n,
+                            "type": "tool_call_chunk",
+                        }
+                        for n, c in enumerate(message.tool_calls)
+                    ]
+                    if last
+                    else []
+                ),
+                response_metadata=message.response_metadata if last else {},
+                usage_metadata=message.usage_metadata if last else None,
+                chunk_position="last" if last else None,
+            )
+            if run_manager and piece:
+                run_manager.on_llm_new_token(piece, chunk=ChatGenerationChunk(message=chunk))
+            yield ChatGenerationChunk(message=chunk)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)

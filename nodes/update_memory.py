@@ -1,0 +1,39 @@
+"""``update_memory``: after the answer is in the state, let the memory store learn from the turn.
+
+A failure here is logged and swallowed: the answer is already saved and must not be lost or changed
+because memory extraction failed (SPEC §8).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from langgraph.config import get_config
+from langgraph.runtime import Runtime
+
+from graph.context import Context
+from graph.state import State
+from stores.base import MemoryStore
+
+log = logging.getLogger("kb_agent.memory")
+
+
+def make_update_memory(memory: MemoryStore | None) -> Callable[[State, Runtime[Context]], dict[str, Any]]:
+    def update_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+        if memory is None:
+            return {}
+        ctx = Context.from_runtime(runtime)
+        thread_id = get_config().get("configurable", {}).get("thread_id")
+        try:
+            applied = memory.update_from_turn(ctx.user_id, thread_id, state.messages)
+        except Exception:
+            log.exception(
+                "memory update failed for user=%s thread=%s; the answer is kept", ctx.user_id, thread_id
+            )
+            return {}
+        log.info("node=update_memory user=%s applied=%d", ctx.user_id, applied)
+        return {}
+
+    return update_memory

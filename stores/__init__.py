@@ -1,0 +1,1 @@
+"""Everything that persists: checkpointer factory, knowledge base, memories, feedback."""

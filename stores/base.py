@@ -1,0 +1,48 @@
+"""What the graph needs from the stores, as protocols: the nodes depend on these, not on Chroma."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol, TypedDict, runtime_checkable
+
+from langchain_core.messages import BaseMessage
+
+
+class Passage(TypedDict, total=False):
+    """A retrieved chunk: ``id`` is stable (``path#n``) so answers can cite it."""
+
+    id: str
+    text: str
+    source: str
+    score: float
+    retrievers: list[str]
+    metadata: dict[str, Any]
+
+
+class MemoryRecord(TypedDict, total=False):
+    id: str
+    user_id: str
+    memory_type: str
+    content: str
+    source_thread_id: str | None
+    created_at: str
+    updated_at: str
+    expires_at: str | None
+
+
+@runtime_checkable
+class KnowledgeBase(Protocol):
+    def search(self, query: str, *, user_id: str, groups: Sequence[str], top_k: int = 5) -> list[Passage]:
+        """Passages the caller may see, best first."""
+        ...
+
+
+@runtime_checkable
+class MemoryStore(Protocol):
+    def recall(self, user_id: str, query: str, top_k: int = 5) -> list[MemoryRecord]:
+        """This user's memories most relevant to ``query``."""
+        ...
+
+    def update_from_turn(self, user_id: str, thread_id: str | None, messages: Sequence[BaseMessage]) -> int:
+        """Extract, validate and apply memory operations from a finished turn; returns changes applied."""
+        ...

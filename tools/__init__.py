@@ -1,0 +1,1 @@
+"""The tool platform: registry, validation, execution policy and built-in tools."""

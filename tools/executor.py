@@ -1,0 +1,184 @@
+"""Running the model's tool calls: concurrently, bounded, each with a timeout, results in call order.
+
+Nothing a tool does may break the loop: unknown names, bad arguments, exceptions and timeouts all come
+back as an error outcome with the call's id, so the model can read what went wrong and try another way
+(seed 003 §3.4). At most ``concurrency`` calls run at once; a hung synchronous handler is abandoned on a
+daemon thread so it cannot hold the turn past its timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from tools.registry import ToolArgumentError, ToolContext, ToolError, ToolRegistry, validate_arguments
+
+log = logging.getLogger("kb_agent.tools")
+
+MAX_OUTPUT_CHARS = 20_000
+Emit = Callable[[dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class ToolCallRequest:
+    """One call the model asked for. ``error`` is set when its arguments could not even be parsed."""
+
+    id: str
+    name: str
+    args: Any
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    call_id: str
+    name: str
+    content: str
+    status: Literal["success", "error"]
+    duration_ms: float
+    error: str | None = None
+
+
+def render_result(value: Any) -> str:
+    """Tool results go to the model as text: JSON for structures, truncated when huge."""
+    if isinstance(value, str):
+        text = value
+    elif isinstance(value, dict | list | tuple | int | float | bool) or value is None:
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    else:
+        text = str(value)
+    if len(text) > MAX_OUTPUT_CHARS:
+        text = text[:MAX_OUTPUT_CHARS] + f"\n…[truncated: {len(text) - MAX_OUTPUT_CHARS} more characters]"
+    return text
+
+
+async def _run_sync_in_daemon(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+    """Run a blocking handler on its own daemon thread, so a hang cannot block the event loop's shutdown."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+    ctx = contextvars.copy_context()
+
+    def settle(ok: bool, value: Any) -> None:
+        if not future.done():
+            future.set_result(value) if ok else future.set_exception(value)
+
+    def work() -> None:
+        try:
+            result, ok = ctx.run(fn, **kwargs), True
+        except BaseException as exc:  # handed to the awaiting coroutine, not swallowed
+            result, ok = exc, False
+        try:
+            loop.call_soon_threadsafe(settle, ok, result)
+        except RuntimeError:
+            pass  # the turn already moved on (timeout) and its loop is closed
+
+    threading.Thread(target=work, name="kb-agent-tool", daemon=True).start()
+    return await future
+
+
+class ToolExecutor:
+    """Executes calls against a registry under a concurrency cap and per-call timeout."""
+
+    def __init__(self, registry: ToolRegistry, *, concurrency: int = 4, timeout: float = 90.0) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self.registry = registry
+        self.concurrency = concurrency
+        self.timeout = timeout
+
+    async def arun(
+        self, calls: Sequence[ToolCallRequest], context: ToolContext, emit: Emit | None = None
+    ) -> list[ToolOutcome]:
+        """Run all calls; the returned list is in the order of ``calls``."""
+        emit = emit or (lambda _event: None)
+        gate = asyncio.Semaphore(self.concurrency)
+
+        async def one(call: ToolCallRequest) -> ToolOutcome:
+            async with gate:
+                return await self._execute(call, context, emit)
+
+        return list(await asyncio.gather(*(one(call) for call in calls)))
+
+    def run(
+        self, calls: Sequence[ToolCallRequest], context: ToolContext, emit: Emit | None = None
+    ) -> list[ToolOutcome]:
+        """Synchronous entry point (``graph.invoke``): runs :meth:`arun` on a private event loop."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.arun(calls, context, emit))
+        # Called from inside a running loop (e.g. a notebook): use a helper thread with its own loop.
+        box: dict[str, Any] = {}
+        ctx = contextvars.copy_context()
+        worker = threading.Thread(
+            target=lambda: box.update(r=ctx.run(asyncio.run, self.arun(calls, context, emit)))
+        )
+        worker.start()
+        worker.join()
+        return box["r"]
+
+    async def _execute(self, call: ToolCallRequest, context: ToolContext, emit: Emit) -> ToolOutcome:
+        started = time.perf_counter()
+        event = {"type": "tool_call", "tool": call.name, "call_id": call.id}
+        emit({**event, "status": "executing", "args": call.args if isinstance(call.args, dict) else None})
+        try:
+            content = await self._invoke(call, context)
+        except Exception as exc:  # every failure becomes a message the model can act on
+            message = _describe_failure(call, exc, self._timeout_for(call))
+            outcome = ToolOutcome(call.id, call.name, f"Error: {message}", "error", _ms(started), message)
+            emit({**event, "status": "error", "error": message, "duration_ms": outcome.duration_ms})
+        else:
+            outcome = ToolOutcome(call.id, call.name, content, "success", _ms(started))
+            emit({**event, "status": "done", "duration_ms": outcome.duration_ms})
+        log.info(
+            "tool=%s call_id=%s status=%s duration_ms=%.1f user=%s thread=%s",
+            call.name,
+            call.id,
+            outcome.status,
+            outcome.duration_ms,
+            context.user_id,
+            context.thread_id,
+        )
+        return outcome
+
+    def _timeout_for(self, call: ToolCallRequest) -> float:
+        spec = self.registry.find(call.name)
+        return spec.timeout if spec is not None and spec.timeout else self.timeout
+
+    async def _invoke(self, call: ToolCallRequest, context: ToolContext) -> str:
+        if call.error is not None:
+            raise ToolArgumentError(
+                f"the arguments for {call.name!r} were not valid JSON ({call.error}); send a JSON object "
+                "that matches the tool's parameters"
+            )
+        spec = self.registry.get(call.name)
+        kwargs = validate_arguments(spec, call.args)
+        if spec.wants_context:
+            kwargs["tool_context"] = context
+        if spec.is_async:
+            pending: Any = spec.handler(**kwargs)
+        else:
+            pending = _run_sync_in_daemon(spec.handler, kwargs)
+        result = await asyncio.wait_for(pending, timeout=self._timeout_for(call))
+        return render_result(result)
+
+
+def _describe_failure(call: ToolCallRequest, exc: Exception, timeout: float) -> str:
+    if isinstance(exc, TimeoutError | asyncio.TimeoutError):
+        return f"tool {call.name!r} timed out after {timeout:g} s; try a narrower request or another tool"
+    if isinstance(exc, ToolError):
+        return str(exc)
+    if isinstance(exc, ValueError):
+        return f"tool {call.name!r} rejected the input: {exc}"
+    return f"tool {call.name!r} failed: {type(exc).__name__}: {exc}"
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 3)
