@@ -9,6 +9,7 @@ daemon thread so it cannot hold the turn past its timeout.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import json
 import logging
@@ -74,10 +75,9 @@ async def _run_sync_in_daemon(fn: Callable[..., Any], kwargs: dict[str, Any]) ->
             result, ok = ctx.run(fn, **kwargs), True
         except BaseException as exc:  # handed to the awaiting coroutine, not swallowed
             result, ok = exc, False
-        try:
+        # RuntimeError: the turn already moved on (timeout) and its loop is closed.
+        with contextlib.suppress(RuntimeError):
             loop.call_soon_threadsafe(settle, ok, result)
-        except RuntimeError:
-            pass  # the turn already moved on (timeout) and its loop is closed
 
     threading.Thread(target=work, name="kb-agent-tool", daemon=True).start()
     return await future
