@@ -1,0 +1,135 @@
+"""The Python API for applications: an agent whose threads persist under the data dir.
+
+    with open_agent() as agent:
+        answer = agent.ask("计算 123 × 456", thread_id="t1")
+        print(answer.text)
+
+``graph.invoke`` on ``build_graph(checkpointer=...)`` works too; this wraps it with the defaults a user
+expects (SQLite under ``KB_AGENT_HOME``, user id in the config, a typed answer, thread helpers).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph.state import CompiledStateGraph
+
+from graph.builder import build_graph
+from graph.context import Context
+from nodes.models.tokens import message_text
+from nodes.turn import last_human_index
+from stores.checkpoint import ThreadInfo, list_threads, open_checkpointer
+
+
+class EmptyQuestionError(ValueError):
+    """The question was empty or only whitespace."""
+
+
+@dataclass
+class Answer:
+    """One finished turn: the answer text and what happened on the way."""
+
+    text: str
+    thread_id: str
+    user_id: str
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    stop_reason: str | None = None
+    offline: bool = False
+    model: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def turn_answer(messages: list[AnyMessage], thread_id: str, user_id: str, stop_reason: str | None) -> Answer:
+    """Summarise the last turn of a thread's messages as an :class:`Answer`."""
+    start = last_human_index(messages)
+    turn = messages[start + 1 :] if start >= 0 else messages
+    results = {m.tool_call_id: m for m in turn if isinstance(m, ToolMessage)}
+    calls = []
+    for message in turn:
+        if isinstance(message, AIMessage):
+            for call in message.tool_calls:
+                result = results.get(call["id"])
+                calls.append(
+                    {
+                        "tool": call["name"],
+                        "args": call["args"],
+                        "call_id": call["id"],
+                        "status": result.status if result is not None else "missing",
+                        "result": message_text(result) if result is not None else None,
+                    }
+                )
+    final = next((m for m in reversed(turn) if isinstance(m, AIMessage)), None)
+    meta = final.response_metadata if final is not None else {}
+    return Answer(
+        text=message_text(final) if final is not None else "",
+        thread_id=thread_id,
+        user_id=user_id,
+        tool_calls=calls,
+        stop_reason=stop_reason,
+        offline=bool(meta.get("offline")),
+        model=str(meta.get("model_name", "")),
+    )
+
+
+class Agent:
+    """A compiled kb-agent graph bound to a checkpointer and a base context."""
+
+    def __init__(
+        self, graph: CompiledStateGraph, checkpointer: BaseCheckpointSaver, context: Context
+    ) -> None:
+        self.graph = graph
+        self.checkpointer = checkpointer
+        self.context = context
+
+    def _run_args(self, thread_id: str, user_id: str | None) -> tuple[dict[str, Any], Context]:
+        ctx = self.context if user_id is None else dataclasses.replace(self.context, user_id=user_id)
+        config = {"configurable": {"thread_id": thread_id, "user_id": ctx.user_id}}
+        return config, ctx
+
+    def ask(
+        self,
+        question: str,
+        *,
+        thread_id: str = "default",
+        user_id: str | None = None,
+        on_event: Callable[[dict[str, Any]], None] | None = None,
+    ) -> Answer:
+        """Run one turn; ``on_event`` receives the custom stream events (tool status) as they happen."""
+        if not question or not question.strip():
+            raise EmptyQuestionError("the question is empty: type what you want to ask")
+        config, ctx = self._run_args(thread_id, user_id)
+        payload = {"messages": [HumanMessage(question)]}
+        for mode, chunk in self.graph.stream(payload, config, context=ctx, stream_mode=["custom", "values"]):
+            if mode == "custom" and on_event is not None:
+                on_event(chunk)
+        values = self.graph.get_state(config).values
+        return turn_answer(values.get("messages", []), thread_id, ctx.user_id, values.get("stop_reason"))
+
+    def history(self, thread_id: str) -> list[AnyMessage]:
+        """Every message of the thread (the summary never hides them from here)."""
+        return list(
+            self.graph.get_state({"configurable": {"thread_id": thread_id}}).values.get("messages", [])
+        )
+
+    def threads(self) -> list[ThreadInfo]:
+        return list_threads(self.checkpointer)
+
+    def clear(self, thread_id: str) -> None:
+        """Forget a thread's messages and state."""
+        self.checkpointer.delete_thread(thread_id)
+
+
+@contextmanager
+def open_agent(context: Context | None = None, **build_kwargs: Any) -> Iterator[Agent]:
+    """An :class:`Agent` with the checkpointer the context asks for (SQLite under the data dir by default)."""
+    ctx = context or Context()
+    with open_checkpointer(ctx.data_dir, ctx.checkpoint_url) as saver:
+        yield Agent(build_graph(checkpointer=saver, **build_kwargs), saver, ctx)

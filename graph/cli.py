@@ -1,0 +1,181 @@
+"""``kb-agent``: ask one question, or chat in a REPL; threads persist under the data dir.
+
+Errors a user can cause are one line on stderr and a non-zero exit code, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import uuid
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from graph.api import Agent, EmptyQuestionError, open_agent
+from graph.context import ConfigError, Context, env_table
+from nodes.models.errors import ModelError
+from nodes.models.tokens import message_text
+from stores.checkpoint import CheckpointConfigError
+
+app = typer.Typer(
+    add_completion=False, no_args_is_help=True, help="kb-agent: a knowledge-base agent on LangGraph."
+)
+out = Console()
+err = Console(stderr=True)
+
+USER_ERRORS = (ModelError, ConfigError, CheckpointConfigError, EmptyQuestionError)
+
+
+def fail(message: str, code: int = 1) -> None:
+    err.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def tool_status_printer(console: Console) -> Any:
+    """A callback that prints one status line per tool-call event."""
+
+    def show(event: dict[str, Any]) -> None:
+        if event.get("type") != "tool_call":
+            return
+        status, tool = event.get("status"), event.get("tool")
+        if status == "executing":
+            console.print(f"[dim]⚙ {tool} …[/dim]")
+        elif status == "done":
+            console.print(f"[dim]✓ {tool} ({event.get('duration_ms', 0):.0f} ms)[/dim]")
+        else:
+            console.print(f"[yellow]✗ {tool}: {escape(str(event.get('error', status)))}[/yellow]")
+
+    return show
+
+
+def _setup(verbose: bool) -> None:
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        stream=sys.stderr,
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+    )
+
+
+def _context(user: str | None) -> Context:
+    ctx = Context()
+    return Context(**{**ctx.__dict__, "user_id": user}) if user else ctx
+
+
+@app.command()
+def ask(
+    question: str = typer.Argument(..., help="The question, e.g. '计算 123 × 456'."),
+    thread: str | None = typer.Option(
+        None, "--thread", "-t", help="Continue this thread (default: a new one)."
+    ),
+    user: str | None = typer.Option(None, "--user", "-u", help="Who is asking (default: KB_AGENT_USER_ID)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Log each step to stderr."),
+) -> None:
+    """Ask one question and print the answer."""
+    _setup(verbose)
+    if not question.strip():
+        fail("the question is empty: type what you want to ask", 2)
+    try:
+        with open_agent(_context(user)) as agent:
+            answer = agent.ask(
+                question,
+                thread_id=thread or f"ask-{uuid.uuid4().hex[:12]}",
+                on_event=None if as_json else tool_status_printer(err),
+            )
+    except USER_ERRORS as exc:
+        fail(str(exc))
+    if as_json:
+        typer.echo(json.dumps(answer.as_dict(), ensure_ascii=False, indent=2))
+    else:
+        out.print(escape(answer.text))
+    if answer.stop_reason not in (None, "empty_question"):
+        raise typer.Exit(3)
+
+
+CHAT_HELP = "/thread NAME  switch thread · /threads · /history · /reset  clear this thread · /quit"
+
+
+def _chat_command(agent: Agent, line: str, state: dict[str, str]) -> bool:
+    """Handle a slash command; False means quit."""
+    name, _, arg = line.partition(" ")
+    if name in {"/quit", "/exit"}:
+        return False
+    if name == "/reset":
+        agent.clear(state["thread"])
+        out.print(f"[dim]thread {state['thread']} cleared[/dim]")
+    elif name == "/thread":
+        if not arg.strip():
+            out.print(f"[dim]current thread: {state['thread']}[/dim]")
+        else:
+            state["thread"] = arg.strip()
+            out.print(f"[dim]switched to thread {state['thread']}[/dim]")
+    elif name == "/threads":
+        table = Table("thread", "last activity", "checkpoints")
+        for info in agent.threads():
+            mark = " *" if info.thread_id == state["thread"] else ""
+            table.add_row(info.thread_id + mark, info.last_activity, str(info.checkpoints))
+        out.print(table)
+    elif name == "/history":
+        for message in agent.history(state["thread"]):
+            text = message_text(message) or json.dumps(getattr(message, "tool_calls", []), ensure_ascii=False)
+            out.print(f"[bold]{message.type}[/bold]: {escape(text)}")
+    else:
+        out.print(f"[yellow]unknown command {escape(name)}[/yellow] — {CHAT_HELP}")
+    return True
+
+
+@app.command()
+def chat(
+    thread: str = typer.Option("default", "--thread", "-t", help="Thread to continue."),
+    user: str | None = typer.Option(None, "--user", "-u", help="Who is chatting."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Log each step to stderr."),
+) -> None:
+    """Chat in a REPL; the thread is kept across restarts."""
+    _setup(verbose)
+    state = {"thread": thread}
+    try:
+        with open_agent(_context(user)) as agent:
+            model = agent.context.model_name
+            out.print(f"[dim]kb-agent · model {model} · thread {thread} · {CHAT_HELP}[/dim]")
+            while True:
+                try:
+                    line = input("› ").strip()
+                except (EOFError, KeyboardInterrupt):
+                    out.print()
+                    break
+                if not line:
+                    continue
+                if line.startswith("/"):
+                    if not _chat_command(agent, line, state):
+                        break
+                    continue
+                try:
+                    answer = agent.ask(line, thread_id=state["thread"], on_event=tool_status_printer(out))
+                except ModelError as exc:
+                    err.print(f"[red]error:[/red] {escape(str(exc))}")
+                    continue
+                out.print(escape(answer.text))
+    except USER_ERRORS as exc:
+        fail(str(exc))
+
+
+@app.command("config")
+def show_config() -> None:
+    """Show every setting, its environment variable and default."""
+    table = Table("variable", "default", "meaning")
+    for env, default, description in env_table():
+        table.add_row(env, default, description)
+    out.print(table)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

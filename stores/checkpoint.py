@@ -1,0 +1,108 @@
+"""Where threads live: SQLite under the data dir by default, Postgres when a URL says so (SPEC §10).
+
+One setting switches the backend (``KB_AGENT_CHECKPOINT_URL``); nothing above this module changes.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+SQLITE_FILE = "threads.sqlite"
+
+
+class CheckpointConfigError(ValueError):
+    """A checkpoint URL this build cannot use; the message says what to install or change."""
+
+
+def _is_postgres(url: str) -> bool:
+    return url.startswith(("postgres://", "postgresql://"))
+
+
+def sqlite_path(data_dir: str | Path, url: str = "") -> Path:
+    """The SQLite file for threads: ``sqlite:///path`` if given, else ``<data_dir>/threads.sqlite``."""
+    if url.startswith("sqlite:///"):
+        return Path(url.removeprefix("sqlite:///"))
+    if url:
+        raise CheckpointConfigError(
+            f"unsupported checkpoint URL {url!r}: use postgresql://user:pass@host/db or sqlite:///path"
+        )
+    return Path(data_dir) / SQLITE_FILE
+
+
+def _postgres_module() -> Any:
+    try:
+        from langgraph.checkpoint import postgres
+    except ImportError:
+        raise CheckpointConfigError(
+            "a Postgres checkpoint URL needs the postgres extra: pip install 'kb-agent[postgres]'"
+        ) from None
+    return postgres
+
+
+@contextmanager
+def open_checkpointer(data_dir: str | Path, url: str = "") -> Iterator[BaseCheckpointSaver]:
+    """A ready checkpointer (tables created); closed on exit."""
+    if _is_postgres(url):
+        postgres = _postgres_module()
+        with postgres.PostgresSaver.from_conn_string(url) as saver:
+            saver.setup()
+            yield saver
+        return
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    path = sqlite_path(data_dir, url)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(str(path), check_same_thread=False)
+    try:
+        saver = SqliteSaver(conn)
+        saver.setup()
+        yield saver
+    finally:
+        conn.close()
+
+
+@asynccontextmanager
+async def open_async_checkpointer(data_dir: str | Path, url: str = "") -> AsyncIterator[BaseCheckpointSaver]:
+    """The async twin of :func:`open_checkpointer`, for ``ainvoke``/``astream`` callers."""
+    if _is_postgres(url):
+        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+        _postgres_module()
+        async with AsyncPostgresSaver.from_conn_string(url) as saver:
+            await saver.setup()
+            yield saver
+        return
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    path = sqlite_path(data_dir, url)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    async with AsyncSqliteSaver.from_conn_string(str(path)) as saver:
+        await saver.setup()
+        yield saver
+
+
+@dataclass(frozen=True)
+class ThreadInfo:
+    thread_id: str
+    last_activity: str
+    checkpoints: int
+
+
+def list_threads(saver: BaseCheckpointSaver, limit: int = 10_000) -> list[ThreadInfo]:
+    """Threads the checkpointer holds, most recently active first (backend-agnostic scan)."""
+    seen: dict[str, dict[str, Any]] = {}
+    for item in saver.list(None, limit=limit):
+        thread = str(item.config["configurable"]["thread_id"])
+        ts = str(item.checkpoint.get("ts", ""))
+        entry = seen.setdefault(thread, {"ts": ts, "n": 0})
+        entry["n"] += 1
+        entry["ts"] = max(entry["ts"], ts)
+    rows = [ThreadInfo(t, v["ts"], v["n"]) for t, v in seen.items()]
+    return sorted(rows, key=lambda r: r.last_activity, reverse=True)
