@@ -102,15 +102,10 @@ def plan_steps(question: str, tools: set[str]) -> list[Step]:
             expr = find_expression(segment)
             if expr is not None:
                 steps.append(Step("calculator", {"expression": expr}))
-                continue
-            if steps and (ref := _reference_step(segment)) is not None:
+            elif steps and (ref := _reference_step(segment)) is not None:
                 steps.append(ref)
-                continue
-        if (
-            "get_current_date" in tools
-            and _DATE.search(segment)
-            and not any(s.tool == "get_current_date" for s in steps)
-        ):
+        wants_date = "get_current_date" in tools and _DATE.search(segment)
+        if wants_date and not any(s.tool == "get_current_date" for s in steps):
             steps.append(Step("get_current_date", {}))
     return steps
 
