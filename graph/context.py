@@ -8,6 +8,7 @@ where the fields are shown and editable.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import types
 import typing
@@ -45,6 +46,12 @@ def _coerce(raw: str, typ: Any, env: str) -> Any:
     except ValueError:
         raise ConfigError(f"{env}={raw!r} is not a valid {typ.__name__}") from None
     return raw
+
+
+@functools.cache
+def _field_types(cls: type) -> dict[str, Any]:
+    """Resolved field types, computed once per class (``get_type_hints`` is slow and runs per node)."""
+    return typing.get_type_hints(cls)
 
 
 @dataclass(kw_only=True)
@@ -114,7 +121,7 @@ class Context:
     )
 
     def __post_init__(self) -> None:
-        hints = typing.get_type_hints(type(self))
+        hints = _field_types(type(self))
         for f in fields(self):
             env = _env_name(f)
             if getattr(self, f.name) == f.default and env in os.environ:

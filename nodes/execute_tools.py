@@ -29,13 +29,10 @@ def pending_calls(message: AIMessage) -> list[ToolCallRequest]:
     """The calls of an assistant message, malformed ones (``invalid_tool_calls``) included."""
     calls = [ToolCallRequest(c["id"] or "", c["name"], c["args"]) for c in message.tool_calls]
     for bad in message.invalid_tool_calls:
+        # LangChain's parser message repeats the raw arguments and a docs link: the first line is the point.
+        reason = (bad.get("error") or "malformed JSON").strip().splitlines()[0]
         calls.append(
-            ToolCallRequest(
-                bad.get("id") or "",
-                bad.get("name") or "unknown",
-                bad.get("args"),
-                error=bad.get("error") or "malformed JSON",
-            )
+            ToolCallRequest(bad.get("id") or "", bad.get("name") or "unknown", bad.get("args"), error=reason)
         )
     return calls
 

@@ -108,7 +108,7 @@ def test_invalid_names_are_refused_at_construction(name: str) -> None:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="BUG tools/registry.py:65 uses str.isalnum(), which accepts any Unicode letter/digit and "
+    reason="BUG tools/registry.py:64 uses str.isalnum(), which accepts any Unicode letter/digit and "
     "has no length cap; OpenAI function names must match ^[a-zA-Z0-9_-]{1,64}$, so the provider "
     "rejects the whole request at call time instead of the registry refusing the tool up front",
 )
