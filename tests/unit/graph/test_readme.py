@@ -1,0 +1,29 @@
+"""The README shows the real graph and every setting."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from graph import graph
+from graph.context import env_table
+
+README = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
+
+
+def test_readme_diagram_is_the_compiled_graph() -> None:
+    block = re.search(r"<!-- graph:start -->\n```mermaid\n(.*?)\n```\n<!-- graph:end -->", README, re.S)
+    assert block is not None, "README lost its graph block"
+    assert block.group(1) == graph.get_graph().draw_mermaid().rstrip("\n"), (
+        "the graph changed: regenerate the README diagram"
+    )
+
+
+def test_readme_documents_every_setting() -> None:
+    for variable, _default, _meaning in env_table():
+        assert f"`{variable}`" in README
+
+
+def test_readme_has_the_two_commands() -> None:
+    assert 'pip install -e . && kb-agent ask "计算 123 × 456"' in README
+    assert 'pip install -e ".[test]" && pytest' in README
