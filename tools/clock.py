@@ -17,7 +17,7 @@ def current_date(tool_context: ToolContext | None = None, now: datetime | None =
     if zone_name:
         try:
             zone = ZoneInfo(zone_name)
-        except (ZoneInfoNotFoundError, ValueError):
+        except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: 'Asia' is a tzdata folder
             raise ToolError(
                 f"unknown time zone {zone_name!r}; set KB_AGENT_TIMEZONE to an IANA name"
             ) from None

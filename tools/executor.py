@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import inspect
 import json
 import logging
 import threading
@@ -167,6 +168,8 @@ class ToolExecutor:
         else:
             pending = _run_sync_in_daemon(spec.handler, kwargs)
         result = await asyncio.wait_for(pending, timeout=self._timeout_for(call))
+        if inspect.isawaitable(result):  # a sync-looking handler that returned a coroutine
+            result = await asyncio.wait_for(result, timeout=self._timeout_for(call))
         return render_result(result)
 
 

@@ -8,12 +8,17 @@ correct itself on the next round (seed 001 Page9, seed 004 §4).
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
+
+_NAME = re.compile(
+    r"(?=.*[A-Za-z0-9])[A-Za-z0-9_-]{1,64}"
+)  # what OpenAI-style endpoints accept as a function name
 
 
 class ToolError(Exception):
@@ -61,8 +66,10 @@ class ToolSpec:
     wants_context: bool = field(default=False, compare=False)
 
     def __post_init__(self) -> None:
-        if not self.name or not self.name.replace("_", "").replace("-", "").isalnum():
-            raise ValueError(f"tool name {self.name!r} must be letters, digits, '_' or '-'")
+        if not _NAME.fullmatch(self.name):
+            raise ValueError(
+                f"tool name {self.name!r} must be letters, digits, '_' or '-' (ASCII, 1-64 characters)"
+            )
         if self.parameters.get("type") != "object":
             raise ValueError(f"tool {self.name!r}: parameters must be a JSON Schema of type 'object'")
         try:
@@ -73,7 +80,8 @@ class ToolSpec:
 
     @property
     def is_async(self) -> bool:
-        return inspect.iscoroutinefunction(self.handler)
+        call = getattr(self.handler, "__call__", None)  # noqa: B004 - an object whose __call__ is async
+        return inspect.iscoroutinefunction(self.handler) or inspect.iscoroutinefunction(call)
 
     def definition(self) -> dict[str, Any]:
         """The OpenAI ``tools`` entry the model sees (name, description, parameters)."""
@@ -181,7 +189,17 @@ def _type_ok(value: Any, expected: str | list[str]) -> bool:
     return False
 
 
-def _check(value: Any, schema: dict[str, Any], path: str, problems: list[str]) -> None:
+def _same_json(a: Any, b: Any) -> bool:
+    """JSON equality: booleans never equal numbers (Python's ``True == 1`` does not apply)."""
+    return isinstance(a, bool) == isinstance(b, bool) and a == b
+
+
+def _check(value: Any, schema: Any, path: str, problems: list[str]) -> None:
+    if schema is False:
+        problems.append(f"{path or 'arguments'}: no value is allowed here")
+        return
+    if not isinstance(schema, dict):
+        return  # ``true`` (anything goes) or a form we do not check
     if "anyOf" in schema or "oneOf" in schema:
         options = schema.get("anyOf") or schema.get("oneOf") or []
         if not any(not _problems(value, option, path) for option in options):
@@ -191,7 +209,7 @@ def _check(value: Any, schema: dict[str, Any], path: str, problems: list[str]) -
     if expected is not None and not _type_ok(value, expected):
         problems.append(f"{path}: expected {expected}, got {type(value).__name__} {value!r:.60}")
         return
-    if "enum" in schema and value not in schema["enum"]:
+    if "enum" in schema and not any(_same_json(value, option) for option in schema["enum"]):
         problems.append(f"{path}: {value!r} is not one of {schema['enum']}")
     if isinstance(value, str):
         if "minLength" in schema and len(value) < schema["minLength"]:
@@ -251,8 +269,20 @@ def validate_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
     for name, sub in spec.parameters.get("properties", {}).items():
         if name not in filled and isinstance(sub, dict) and "default" in sub:
             filled[name] = sub["default"]
-    for name, value in list(filled.items()):
-        sub = spec.parameters.get("properties", {}).get(name, {})
-        if sub.get("type") == "integer" and isinstance(value, float):
-            filled[name] = int(value)
-    return filled
+    return _integers(filled, spec.parameters)
+
+
+def _integers(value: Any, schema: Any) -> Any:
+    """Turn integer-valued floats (``3.0``) into ints wherever the schema expects an integer."""
+    if not isinstance(schema, dict):
+        return value
+    expected = schema.get("type")
+    names = [expected] if isinstance(expected, str) else list(expected or [])
+    if isinstance(value, float) and value.is_integer() and "integer" in names and "number" not in names:
+        return int(value)
+    if isinstance(value, dict):
+        props = schema.get("properties", {})
+        return {k: _integers(v, props.get(k)) for k, v in value.items()}
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        return [_integers(v, schema["items"]) for v in value]
+    return value

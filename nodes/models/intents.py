@@ -29,6 +29,7 @@ _WORD_OPS: list[tuple[str, str]] = [
 _EXPR = re.compile(
     r"[-+(（]*\s*\d[\d.,\s]*(?:\s*(?:\*\*|[-+*/×÷xX^%＋－＊／％])\s*[-+(（]*\s*\d[\d.,]*\s*[)）]*)+"
 )
+_NOT_ARITHMETIC = re.compile(r"\b\d{4}-\d{1,2}-\d{1,2}\b|\b\d{3,4}-\d{4}\b|\b\d{1,2}:\d{2}(?::\d{2})?\b")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 _DATE = re.compile(
     r"今天|今日|日期|几号|几月几日|星期几|礼拜几|周几|几点|现在时间|当前时间|"
@@ -64,6 +65,8 @@ def _words_to_symbols(text: str) -> str:
 
 def find_expression(text: str) -> str | None:
     """The longest arithmetic expression in ``text`` (symbols or operator words), normalised."""
+    # Dates (2024-03-15) and phone-like numbers (555-1234) are not subtractions.
+    text = _NOT_ARITHMETIC.sub(" ", text)
     candidates = [m.group(0).strip() for m in _EXPR.finditer(_words_to_symbols(text))]
     candidates = [
         c for c in candidates if re.search(r"\d\s*(?:\*\*|[-+*/×÷xX^%＋－＊／％])\s*[-+(（]*\s*\d", c)
@@ -80,9 +83,10 @@ def find_expression(text: str) -> str | None:
 
 
 def _reference_step(segment: str) -> Step | None:
-    if not _REFERENCE.search(segment) and not re.match(
-        r"\s*(?:加|减|乘|除|add|subtract|multiply|divide)", segment
-    ):
+    follow_up = re.match(
+        r"\s*(?:加|减|乘|除|平方|add|subtract|multiply|divide|square)", segment, re.IGNORECASE
+    )
+    if not _REFERENCE.search(segment) and not follow_up:
         return None
     for pattern, op in _REF_OPS:
         if re.search(pattern, segment, re.IGNORECASE):
@@ -142,11 +146,11 @@ def describe_result(tool: str, args: dict[str, Any], content: str, status: str, 
     if tool == "get_current_date":
         try:
             info = json.loads(content)
-        except ValueError:
+            if zh:
+                return f"今天是 {info['date']}，{info['weekday_zh']}，当前时间 {info['time']}（时区 {info['timezone']}）。"
+            return f"Today is {info['weekday']}, {info['date']}; the time is {info['time']} ({info['timezone']})."
+        except (ValueError, KeyError, TypeError):  # another tool under that name: quote it as it is
             return content
-        if zh:
-            return f"今天是 {info['date']}，{info['weekday_zh']}，当前时间 {info['time']}（时区 {info['timezone']}）。"
-        return f"Today is {info['weekday']}, {info['date']}; the time is {info['time']} ({info['timezone']})."
     return (f"工具 {tool} 返回：" if zh else f"{tool} returned: ") + content[:600]
 
 

@@ -37,7 +37,9 @@ def test_explicit_values_win_over_environment(monkeypatch: pytest.MonkeyPatch) -
         ("KB_AGENT_TOOL_TIMEOUT", "-1", "KB_AGENT_TOOL_TIMEOUT must be positive"),
     ],
 )
-def test_bad_values_name_the_variable(monkeypatch: pytest.MonkeyPatch, name: str, value: str, message: str) -> None:
+def test_bad_values_name_the_variable(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str, message: str
+) -> None:
     monkeypatch.setenv(name, value)
     with pytest.raises(ConfigError, match=message):
         Context()

@@ -85,14 +85,9 @@ def test_an_unknown_zone_raises_a_tool_error_mentioning_the_setting(zone: str) -
     assert repr(zone) in str(info.value)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG tools/clock.py:20 catches (ZoneInfoNotFoundError, ValueError) only; a zone key naming a "
-    "tzdata directory (e.g. 'Asia', 'America') raises IsADirectoryError (an OSError), which escapes "
-    "as a generic tool failure without the KB_AGENT_TIMEZONE hint",
-)
 @pytest.mark.parametrize("zone", ["Asia", "America"])
 def test_a_zone_naming_a_region_directory_raises_a_tool_error_mentioning_the_setting(zone: str) -> None:
+    # Regression: IsADirectoryError (an OSError) escaped as a generic failure without the setting's name.
     try:
         ZoneInfo(zone)
     except OSError:

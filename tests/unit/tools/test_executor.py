@@ -12,7 +12,6 @@ import contextvars
 import json
 import threading
 import time
-import warnings
 from collections.abc import Callable, Iterator
 from datetime import date
 from typing import Any
@@ -650,24 +649,32 @@ def test_tool_context_is_injected_only_into_handlers_that_declare_it() -> None:
     assert received["loose"] == {}
 
 
-# --- known gaps ----------------------------------------------------------------------------------------------------
+# --- handlers that are async without looking it ----------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG tools/registry.py:76: is_async uses inspect.iscoroutinefunction(handler), which is False for an "
-    "object whose __call__ is async; the executor then runs it on a thread and the model gets "
-    "'<coroutine object ...>' as a *successful* result (the coroutine is never awaited)",
-)
 def test_a_callable_object_with_async_call_is_awaited() -> None:
+    # Regression: is_async once missed an async __call__, and the model got '<coroutine object ...>'.
     class AsyncTool:
         async def __call__(self) -> str:
+            await asyncio.sleep(0)
             return "awaited"
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # "coroutine ... was never awaited"
-        [outcome] = ToolExecutor(ToolRegistry([spec("atool", AsyncTool())])).run([call("1", "atool")], CTX)
-    assert outcome.content == "awaited"
+    tool_spec = spec("atool", AsyncTool())
+    assert tool_spec.is_async
+    [outcome] = ToolExecutor(ToolRegistry([tool_spec])).run([call("1", "atool")], CTX)
+    assert (outcome.status, outcome.content) == ("success", "awaited")
+
+
+def test_a_sync_handler_returning_a_coroutine_has_it_awaited() -> None:
+    async def later() -> str:
+        await asyncio.sleep(0)
+        return "awaited later"
+
+    def factory() -> object:
+        return later()
+
+    [outcome] = ToolExecutor(ToolRegistry([spec("factory", factory)])).run([call("1", "factory")], CTX)
+    assert (outcome.status, outcome.content) == ("success", "awaited later")
 
 
 def test_module_exposes_the_output_limit() -> None:

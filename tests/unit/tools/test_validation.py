@@ -228,15 +228,9 @@ def test_the_model_cannot_smuggle_in_a_tool_context(recorder: Recorder) -> None:
     assert "unexpected argument(s) 'tool_context'" in outcome.content
 
 
-# --- known gaps (documented as strict xfails) ---------------------------------------------------------------
+# --- regressions (bugs found while writing these tests) ---------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG tools/registry.py:254-257: integer-valued floats are accepted everywhere by _type_ok but only "
-    "converted for top-level properties whose type is exactly 'integer'; nested objects, array items and "
-    "type lists like ['integer','null'] reach the handler as float",
-)
 @pytest.mark.parametrize(
     ("schema", "args", "pick"),
     [
@@ -268,12 +262,6 @@ def test_integer_valued_floats_are_converted_wherever_an_integer_is_expected(
     assert type(pick(validate_arguments(spec, args))) is int
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG tools/registry.py:256: the int-conversion loop calls .get() on every property schema; a "
-    "boolean sub-schema (valid JSON Schema, e.g. from an MCP server: 'properties': {'x': true}) raises "
-    "AttributeError instead of validating (the other loops guard with isinstance(sub, dict))",
-)
 def test_boolean_property_schemas_are_tolerated() -> None:
     spec = ToolSpec(
         name="mcp",
@@ -284,11 +272,6 @@ def test_boolean_property_schemas_are_tolerated() -> None:
     assert validate_arguments(spec, {"x": 1}) == {"x": 1}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG tools/registry.py:194: enum membership uses Python ==, so True/False match 1/0 "
-    "(JSON Schema says booleans never equal numbers)",
-)
 def test_enum_does_not_confuse_booleans_with_numbers() -> None:
     spec = ToolSpec(
         name="lvl",

@@ -1,0 +1,74 @@
+"""Endpoint failures become one clear ModelError sentence (nodes/models/errors.py)."""
+
+from __future__ import annotations
+
+import httpx
+import openai
+import pytest
+
+from graph.context import Context
+from nodes.models.errors import ModelError, describe_model_error
+
+URL = "http://127.0.0.1:9/v1"
+
+
+def _request() -> httpx.Request:
+    return httpx.Request("POST", URL + "/chat/completions")
+
+
+def _status(cls: type[openai.APIStatusError], code: int) -> openai.APIStatusError:
+    response = httpx.Response(code, request=_request(), json={"error": {"message": "nope"}})
+    return cls("nope", response=response, body={"error": {"message": "nope"}})
+
+
+@pytest.fixture
+def ctx() -> Context:
+    return Context(model="qwen-plus", base_url=URL, model_timeout=7.5)
+
+
+def test_timeout(ctx: Context) -> None:
+    err = describe_model_error(openai.APITimeoutError(request=_request()), ctx)
+    assert isinstance(err, ModelError)
+    assert str(err) == f"the model endpoint {URL} did not answer within 7.5 s"
+
+
+def test_connection_error(ctx: Context) -> None:
+    err = describe_model_error(openai.APIConnectionError(request=_request()), ctx)
+    assert err is not None and "cannot reach" in str(err) and "KB_AGENT_BASE_URL" in str(err)
+
+
+def test_authentication_names_the_key_variable(ctx: Context) -> None:
+    err = describe_model_error(_status(openai.AuthenticationError, 401), ctx)
+    assert err is not None and "rejected the API key" in str(err) and "KB_AGENT_API_KEY" in str(err)
+    custom = Context(model="qwen-plus", base_url=URL, api_key_env="DASHSCOPE_API_KEY")
+    assert "DASHSCOPE_API_KEY" in str(describe_model_error(_status(openai.AuthenticationError, 401), custom))
+
+
+@pytest.mark.parametrize(
+    ("cls", "code", "needle"),
+    [
+        (openai.PermissionDeniedError, 403, "may not use model 'qwen-plus'"),
+        (openai.NotFoundError, 404, "model 'qwen-plus' was not found"),
+        (openai.RateLimitError, 429, "rate-limiting"),
+        (openai.InternalServerError, 500, "failed with HTTP 500"),
+    ],
+)
+def test_status_errors(ctx: Context, cls: type[openai.APIStatusError], code: int, needle: str) -> None:
+    err = describe_model_error(_status(cls, code), ctx)
+    assert isinstance(err, ModelError)
+    assert needle in str(err)
+    assert URL in str(err)
+
+
+def test_default_endpoint_is_named_when_no_base_url() -> None:
+    err = describe_model_error(openai.APITimeoutError(request=_request()), Context(model="offline"))
+    assert err is not None and "https://api.openai.com/v1" in str(err)
+
+
+@pytest.mark.parametrize("exc", [ValueError("x"), KeyError("k"), RuntimeError("boom")])
+def test_other_errors_are_not_translated(ctx: Context, exc: Exception) -> None:
+    assert describe_model_error(exc, ctx) is None
+
+
+def test_model_error_is_a_runtime_error() -> None:
+    assert issubclass(ModelError, RuntimeError)

@@ -1,0 +1,224 @@
+"""The offline model's rules (nodes/models/intents.py): plans, rounds, operands and answers."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from nodes.models import intents
+from nodes.models.intents import Step
+from tools.calculator import evaluate
+
+ALL = {"calculator", "get_current_date"}
+DATE_JSON = json.dumps(
+    {
+        "date": "2024-03-15",
+        "time": "09:30:00",
+        "weekday": "Friday",
+        "weekday_zh": "星期五",
+        "timezone": "UTC",
+        "iso": "2024-03-15T09:30:00+00:00",
+    },
+    ensure_ascii=False,
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("计算 123 × 456", "56088"),
+        ("what is 7 times 8", "56"),
+        ("12 plus 30", "42"),
+        ("100 divided by 4", "25"),
+        ("20 minus 25", "-5"),
+        ("3 multiplied by 4", "12"),
+        ("2 to the power of 10", "1024"),
+        ("2的10次方是多少", "1024"),
+        ("12 乘以 3", "36"),
+        ("10除以4", "2.5"),
+        ("7 加上 8", "15"),
+        ("9 减去 4", "5"),
+        ("(1 + 2) * 3", "9"),
+        ("1,000 + 2", "1002"),
+        ("3 x 4", "12"),
+        ("what is 2 + 3 * 4?", "14"),
+    ],
+)
+def test_find_expression_reads_symbols_and_operator_words(text: str, value: str) -> None:
+    expr = intents.find_expression(text)
+    assert expr is not None
+    assert evaluate(expr) == value
+
+
+@pytest.mark.parametrize("text", ["hello", "你好", "the year 2024", "42", "add 5", "加上 5", ""])
+def test_find_expression_needs_an_operator_between_numbers(text: str) -> None:
+    assert intents.find_expression(text) is None
+
+
+def test_find_expression_balances_parentheses() -> None:
+    assert intents.find_expression("((1+2)") == "((1+2))"
+    assert intents.find_expression("1 + 2))") == "1 + 2"
+
+
+def test_find_expression_picks_the_longest_candidate() -> None:
+    assert intents.find_expression("1 + 2 or 10 * 20 + 30") == "10 * 20 + 30"
+
+
+def test_find_expression_normalises_whitespace() -> None:
+    assert intents.find_expression("7   times   8") == "7 * 8"
+
+
+def test_plan_steps_single_calculation() -> None:
+    assert intents.plan_steps("计算 123 × 456", ALL) == [Step("calculator", {"expression": "123 × 456"})]
+
+
+def test_plan_steps_date() -> None:
+    assert intents.plan_steps("今天星期几", ALL) == [Step("get_current_date", {})]
+    assert intents.plan_steps("what day is it today", ALL) == [Step("get_current_date", {})]
+
+
+def test_plan_steps_date_only_once() -> None:
+    steps = intents.plan_steps("今天几号，然后告诉我现在时间", ALL)
+    assert steps == [Step("get_current_date", {})]
+
+
+def test_plan_steps_respects_bound_tools() -> None:
+    assert intents.plan_steps("计算 123 × 456", {"get_current_date"}) == []
+    assert intents.plan_steps("今天几号", {"calculator"}) == []
+    assert intents.plan_steps("今天几号 计算 1 + 2", set()) == []
+
+
+def test_plan_steps_chain_in_chinese() -> None:
+    steps = intents.plan_steps("先计算 12 × 3，再加上 5", ALL)
+    assert steps == [
+        Step("calculator", {"expression": "12 × 3"}),
+        Step("calculator", {}, then=True, ref_op="+ 5"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("question", "ref_op"),
+    [
+        ("12 times 3, then add 5", "+ 5"),
+        ("12 times 3, then subtract 4", "- 4"),
+        ("12 times 3 and then multiply it by 2", "* 2"),
+        ("12 times 3, then divide the result by 8", "/ 8"),
+        ("2 + 3, then square it", "**2"),
+        ("先算 2+3，然后乘以 4", "* 4"),
+        ("先算 2+3，然后把结果除以 5", "/ 5"),
+        ("先算 2+3，接着减去 1", "- 1"),
+    ],
+)
+def test_plan_steps_chained_reference(question: str, ref_op: str) -> None:
+    steps = intents.plan_steps(question, ALL)
+    assert len(steps) == 2
+    assert steps[1] == Step("calculator", {}, then=True, ref_op=ref_op)
+
+
+def test_reference_without_a_first_step_is_ignored() -> None:
+    assert intents.plan_steps("then add 5", ALL) == []
+
+
+def test_independent_segments_are_not_dependent() -> None:
+    steps = intents.plan_steps("what is 2 + 3, then 4 * 5", ALL)
+    assert [s.then for s in steps] == [False, False]
+    assert len(intents.rounds_of(steps)) == 1
+
+
+def test_rounds_of_groups_independent_steps_and_splits_dependent_ones() -> None:
+    a = Step("calculator", {"expression": "1 + 1"})
+    b = Step("get_current_date", {})
+    c = Step("calculator", {}, then=True, ref_op="+ 1")
+    d = Step("calculator", {"expression": "2 + 2"})
+    assert intents.rounds_of([]) == []
+    assert intents.rounds_of([a, b]) == [[a, b]]
+    assert intents.rounds_of([a, c, d]) == [[a], [c, d]]
+    assert intents.rounds_of([c]) == [[c]]
+
+
+def test_resolve_fills_the_previous_result() -> None:
+    plain = Step("calculator", {"expression": "1 + 1"})
+    assert intents.resolve(plain, "99") == {"expression": "1 + 1"}
+    assert intents.resolve(Step("calculator", {}, then=True, ref_op="+ 5"), "36") == {
+        "expression": "(36) + 5"
+    }
+    assert intents.resolve(Step("calculator", {}, then=True, ref_op="**2"), "-3") == {
+        "expression": "(-3) ** 2"
+    }
+    assert (
+        evaluate(intents.resolve(Step("calculator", {}, then=True, ref_op="**2"), "-3")["expression"]) == "9"
+    )
+
+
+def test_resolve_wraps_fractions_so_precedence_holds() -> None:
+    args = intents.resolve(Step("calculator", {}, then=True, ref_op="* 2"), "5/2")
+    assert evaluate(args["expression"]) == "5"
+
+
+def test_compose_answer_in_chinese_leads_with_the_last_calculation() -> None:
+    text = intents.compose_answer(
+        "先计算 12 × 3，再加上 5",
+        [
+            ("calculator", {"expression": "12 × 3"}, "36", "success"),
+            ("calculator", {"expression": "(36) + 5"}, "41", "success"),
+        ],
+    )
+    assert text == "计算结果：41。\n12 × 3 = 36\n(36) + 5 = 41"
+
+
+def test_compose_answer_in_english() -> None:
+    text = intents.compose_answer(
+        "what is 7 times 8", [("calculator", {"expression": "7 * 8"}, "56", "success")]
+    )
+    assert text == "The result is 56.\n7 * 8 = 56"
+
+
+def test_compose_answer_reports_errors_without_a_result() -> None:
+    zh = intents.compose_answer(
+        "计算 1/0", [("calculator", {"expression": "1/0"}, "Error: division by zero", "error")]
+    )
+    assert zh == "工具 calculator 没有成功：division by zero"
+    en = intents.compose_answer("1 over 0", [("calculator", {"expression": "1/0"}, "Error: boom", "error")])
+    assert en == "The calculator tool did not succeed: boom"
+
+
+def test_compose_answer_for_dates() -> None:
+    zh = intents.compose_answer("今天几号", [("get_current_date", {}, DATE_JSON, "success")])
+    assert zh == "今天是 2024-03-15，星期五，当前时间 09:30:00（时区 UTC）。"
+    en = intents.compose_answer("what is the date today", [("get_current_date", {}, DATE_JSON, "success")])
+    assert en == "Today is Friday, 2024-03-15; the time is 09:30:00 (UTC)."
+
+
+def test_compose_answer_passes_non_json_date_text_through() -> None:
+    assert intents.compose_answer("今天几号", [("get_current_date", {}, "Friday", "success")]) == "Friday"
+
+
+@pytest.mark.parametrize("content", ['"2024-03-15"', "[1, 2]", '{"date": "2024-03-15"}'])
+def test_compose_answer_survives_unexpected_date_json(content: str) -> None:
+    text = intents.compose_answer("今天几号", [("get_current_date", {}, content, "success")])
+    assert "2024-03-15" in text or content in text
+
+
+def test_compose_answer_for_other_tools_truncates() -> None:
+    text = intents.compose_answer("hello", [("search", {}, "x" * 1000, "success")])
+    assert text.startswith("search returned: ")
+    assert len(text) == len("search returned: ") + 600
+
+
+def test_capabilities_reply_lists_tools_in_the_question_language() -> None:
+    zh = intents.capabilities_reply("你好", ALL)
+    assert "离线演示模型" in zh and "calculator, get_current_date" in zh
+    en = intents.capabilities_reply("hi", ALL)
+    assert en.startswith("I am kb-agent's offline demo model") and "calculator, get_current_date" in en
+    assert "KB_AGENT_MODEL" in zh and "KB_AGENT_MODEL" in en
+
+
+def test_capabilities_reply_without_tools() -> None:
+    assert "本轮可用的工具：无" in intents.capabilities_reply("你好", set())
+    assert "Tools available this turn: none." in intents.capabilities_reply("hi", set())
+
+
+def test_iso_dates_are_not_arithmetic() -> None:
+    steps = intents.plan_steps("2024-03-15 是星期几", ALL)
+    assert [s.tool for s in steps] == ["get_current_date"]
