@@ -98,7 +98,7 @@ class ToolExecutor:
         self, calls: Sequence[ToolCallRequest], context: ToolContext, emit: Emit | None = None
     ) -> list[ToolOutcome]:
         """Run all calls; the returned list is in the order of ``calls``."""
-        emit = emit or (lambda _event: None)
+        emit = _safe(emit)
         gate = asyncio.Semaphore(self.concurrency)
 
         async def one(call: ToolCallRequest) -> ToolOutcome:
@@ -118,12 +118,19 @@ class ToolExecutor:
         # Called from inside a running loop (e.g. a notebook): use a helper thread with its own loop.
         box: dict[str, Any] = {}
         ctx = contextvars.copy_context()
-        worker = threading.Thread(
-            target=lambda: box.update(r=ctx.run(asyncio.run, self.arun(calls, context, emit)))
-        )
+
+        def work() -> None:
+            try:
+                box["result"] = ctx.run(asyncio.run, self.arun(calls, context, emit))
+            except BaseException as exc:  # re-raised in the caller's thread below
+                box["error"] = exc
+
+        worker = threading.Thread(target=work)
         worker.start()
         worker.join()
-        return box["r"]
+        if "error" in box:
+            raise box["error"]
+        return box["result"]
 
     async def _execute(self, call: ToolCallRequest, context: ToolContext, emit: Emit) -> ToolOutcome:
         started = time.perf_counter()
@@ -171,6 +178,20 @@ class ToolExecutor:
         if inspect.isawaitable(result):  # a sync-looking handler that returned a coroutine
             result = await asyncio.wait_for(result, timeout=self._timeout_for(call))
         return render_result(result)
+
+
+def _safe(emit: Emit | None) -> Emit:
+    """Status events are for watching; a broken listener must not break the tool calls."""
+    if emit is None:
+        return lambda _event: None
+
+    def guarded(event: dict[str, Any]) -> None:
+        try:
+            emit(event)
+        except Exception:
+            log.exception("tool status listener failed on %s", event.get("status"))
+
+    return guarded
 
 
 def _describe_failure(call: ToolCallRequest, exc: Exception, timeout: float) -> str:

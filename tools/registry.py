@@ -70,7 +70,7 @@ class ToolSpec:
             raise ValueError(
                 f"tool name {self.name!r} must be letters, digits, '_' or '-' (ASCII, 1-64 characters)"
             )
-        if self.parameters.get("type") != "object":
+        if not isinstance(self.parameters, dict) or self.parameters.get("type") != "object":
             raise ValueError(f"tool {self.name!r}: parameters must be a JSON Schema of type 'object'")
         try:
             wants = "tool_context" in inspect.signature(self.handler).parameters
@@ -106,7 +106,7 @@ class ToolSpec:
             description=overrides.pop("description", tool.description or tool.name),
             parameters=params,
             handler=call,
-            **overrides,
+            **{"source": "langchain", **overrides},
         )
 
 
@@ -242,7 +242,7 @@ def _check_object(value: dict[str, Any], schema: dict[str, Any], path: str, prob
                 f"unexpected argument(s) {', '.join(repr(prefix + e) for e in extra)}; allowed: {allowed}"
             )
     for name, sub in props.items():
-        if name in value and isinstance(sub, dict):
+        if name in value:
             _check(value[name], sub, f"{prefix}{name}", problems)
 
 

@@ -281,3 +281,28 @@ def test_enum_does_not_confuse_booleans_with_numbers() -> None:
     )
     with pytest.raises(ToolArgumentError):
         validate_arguments(spec, {"lvl": True})
+
+
+def test_number_typed_floats_stay_floats() -> None:
+    params = {"type": "object", "properties": {"x": {"type": "number"}, "y": {"type": ["integer", "number"]}}}
+    spec = ToolSpec(name="num", description="d", parameters=params, handler=lambda **kw: kw)
+    filled = validate_arguments(spec, {"x": 2.0, "y": 3.0})
+    assert type(filled["x"]) is float and type(filled["y"]) is float
+
+
+def test_enum_still_matches_equal_numbers_and_booleans_of_its_own_kind() -> None:
+    params = {"type": "object", "properties": {"z": {"enum": [1, True]}}}
+    spec = ToolSpec(name="en", description="d", parameters=params, handler=lambda **kw: kw)
+    assert validate_arguments(spec, {"z": 1.0}) == {"z": 1.0}
+    assert validate_arguments(spec, {"z": True}) == {"z": True}
+
+
+def test_a_false_property_schema_forbids_the_property() -> None:
+    spec = ToolSpec(
+        name="nox",
+        description="d",
+        parameters={"type": "object", "properties": {"x": False}},
+        handler=lambda **kw: kw,
+    )
+    with pytest.raises(ToolArgumentError, match="no value is allowed"):
+        validate_arguments(spec, {"x": 1})
