@@ -11,6 +11,7 @@ expects (SQLite under ``KB_AGENT_HOME``, user id in the config, a typed answer, 
 from __future__ import annotations
 
 import dataclasses
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -91,7 +92,7 @@ class Agent:
 
     def _run_args(self, thread_id: str, user_id: str | None) -> tuple[dict[str, Any], Context]:
         ctx = self.context if user_id is None else dataclasses.replace(self.context, user_id=user_id)
-        config = {"configurable": {"thread_id": thread_id, "user_id": ctx.user_id}}
+        config = {"configurable": {"thread_id": thread_id, "user_id": ctx.user_id}, "run_id": uuid.uuid4()}
         return config, ctx
 
     def ask(

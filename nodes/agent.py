@@ -22,7 +22,7 @@ from nodes.budget import Budget
 from nodes.models import get_chat_model
 from nodes.models.errors import ModelError, describe_model_error
 from nodes.models.tokens import count_message_tokens, estimate_tokens, message_text
-from nodes.turn import current_question, language, unsummarised
+from nodes.turn import current_question, language, run_label, unsummarised
 from tools.registry import ToolRegistry
 
 log = logging.getLogger("kb_agent.agent")
@@ -101,7 +101,8 @@ def make_agent(registry: ToolRegistry, model: BaseChatModel | None = None) -> Ag
         counters["rounds"] += 1
         counters["tokens"] += int(used)
         log.info(
-            "node=agent model=%s round=%d tokens=%d tool_calls=%d duration_ms=%.1f",
+            "run=%s node=agent model=%s round=%d tokens=%d tool_calls=%d duration_ms=%.1f",
+            run_label(runtime, turn_id),
             ctx.model_name,
             counters["rounds"],
             used,

@@ -18,7 +18,7 @@ from graph.context import Context
 from graph.state import State
 from nodes.agent import final_message
 from nodes.budget import Budget
-from nodes.turn import current_question, language
+from nodes.turn import current_question, language, run_label
 from tools.executor import ToolCallRequest, ToolExecutor
 from tools.registry import ToolContext, ToolRegistry
 
@@ -58,7 +58,11 @@ def make_tools(registry: ToolRegistry) -> ToolsNode:
 
         executor = ToolExecutor(registry, concurrency=ctx.tool_concurrency, timeout=ctx.tool_timeout)
         tool_ctx = ToolContext(
-            user_id=ctx.user_id, thread_id=_thread_id(), timezone=ctx.timezone, settings=ctx
+            user_id=ctx.user_id,
+            thread_id=_thread_id(),
+            timezone=ctx.timezone,
+            settings=ctx,
+            run_id=run_label(runtime, turn_id),
         )
         outcomes = executor.run(to_run, tool_ctx, emit=runtime.stream_writer)
         messages: list[Any] = [

@@ -36,3 +36,10 @@ def unsummarised(messages: Sequence[AnyMessage], covers: str | None) -> list[Any
         if message.id == covers:
             return list(messages[i + 1 :])
     return list(messages)
+
+
+def run_label(runtime: object, turn_id: str | None) -> str:
+    """An id for log lines: the run id when the caller gave one, else the id of the question's message."""
+    info = getattr(runtime, "execution_info", None)
+    run_id = getattr(info, "run_id", None)
+    return str(run_id or turn_id or "-")

@@ -146,7 +146,8 @@ class ToolExecutor:
             outcome = ToolOutcome(call.id, call.name, content, "success", _ms(started))
             emit({**event, "status": "done", "duration_ms": outcome.duration_ms})
         log.info(
-            "tool=%s call_id=%s status=%s duration_ms=%.1f user=%s thread=%s",
+            "run=%s tool=%s call_id=%s status=%s duration_ms=%.1f user=%s thread=%s",
+            context.run_id or "-",
             call.name,
             call.id,
             outcome.status,

@@ -45,6 +45,7 @@ class ToolContext:
     thread_id: str | None = None
     timezone: str = ""
     settings: Any = None  # the run's graph Context, for tools that need more of it
+    run_id: str | None = None
 
 
 @dataclass(frozen=True)
