@@ -228,3 +228,13 @@ def test_user_id_comes_from_context_or_configurable() -> None:
     g.invoke({"messages": []}, context=Context(user_id="carol"))
     g.invoke({"messages": []}, {"configurable": {"user_id": "bob"}}, context={"user_id": "dave"})
     assert seen == ["bob", "carol", "dave"]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("question", ["计算 " + "1 + " * 50_000 + "1", "1 " * 100_000, "你好" * 50_000])
+def test_a_huge_question_gets_a_clear_answer(question: str) -> None:
+    result = graph.invoke({"messages": [HumanMessage(question)]})
+    final = result["messages"][-1]
+    assert isinstance(final, AIMessage) and final.content and not final.tool_calls
+    tool_messages = [m for m in result["messages"] if isinstance(m, ToolMessage)]
+    assert all(m.status == "error" and "too long" in m.content for m in tool_messages)
