@@ -13,13 +13,11 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
-from langchain_core.runnables import Runnable
-from langchain_core.utils.function_calling import convert_to_openai_tool
+from langchain_core.outputs import ChatGenerationChunk
 
 from nodes.models import intents
+from nodes.models.local import LocalChatModel, openai_tools
 from nodes.models.tokens import count_message_tokens, estimate_tokens, message_text
 
 OFFLINE_MODEL_NAME = "kb-agent-offline"
@@ -28,8 +26,7 @@ OFFLINE_MODEL_NAME = "kb-agent-offline"
 def _tool_names(tools: Sequence[Any] | None) -> set[str]:
     names = set()
     for tool in tools or []:
-        spec = tool if isinstance(tool, dict) and "function" in tool else convert_to_openai_tool(tool)
-        names.add(spec["function"]["name"])
+        names.add(openai_tools([tool])[0]["function"]["name"])
     return names
 
 
@@ -40,7 +37,7 @@ def _last_human(messages: Sequence[BaseMessage]) -> int:
     return -1
 
 
-class OfflineChatModel(BaseChatModel):
+class OfflineChatModel(LocalChatModel):
     """Rule-based stand-in for an LLM: arithmetic → ``calculator``, dates → ``get_current_date``."""
 
     model_name: str = OFFLINE_MODEL_NAME
@@ -48,12 +45,6 @@ class OfflineChatModel(BaseChatModel):
     @property
     def _llm_type(self) -> str:
         return OFFLINE_MODEL_NAME
-
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Runnable[LanguageModelInput, AIMessage]:
-        formatted = [
-            t if isinstance(t, dict) and "function" in t else convert_to_openai_tool(t) for t in tools
-        ]
-        return self.bind(tools=formatted, **kwargs)
 
     def decide(self, messages: Sequence[BaseMessage], tools: Sequence[Any] | None = None) -> AIMessage:
         """The next assistant message for this conversation (tool calls or a final answer)."""
@@ -118,14 +109,8 @@ class OfflineChatModel(BaseChatModel):
             },
         )
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        return ChatResult(generations=[ChatGeneration(message=self.decide(messages, kwargs.get("tools")))])
+    def reply(self, messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]]) -> AIMessage:
+        return self.decide(messages, tools)
 
     def _stream(
         self,

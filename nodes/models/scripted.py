@@ -12,13 +12,10 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.runnables import Runnable
-from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import PrivateAttr
+
+from nodes.models.local import LocalChatModel
 
 Reply = AIMessage | str | Callable[[list[BaseMessage], list[dict[str, Any]]], AIMessage | str]
 
@@ -37,7 +34,7 @@ def tool_call(name: str, args: dict[str, Any] | None = None, id: str | None = No
     }
 
 
-class ScriptedChatModel(BaseChatModel):
+class ScriptedChatModel(LocalChatModel):
     """A chat model that replays a script; ``calls`` holds the messages of every request."""
 
     script: list[Any] | Any
@@ -61,16 +58,10 @@ class ScriptedChatModel(BaseChatModel):
     def tools_seen(self) -> list[list[dict[str, Any]]]:
         return self._tools_seen
 
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Runnable[LanguageModelInput, AIMessage]:
-        formatted = [
-            t if isinstance(t, dict) and "function" in t else convert_to_openai_tool(t) for t in tools
-        ]
-        return self.bind(tools=formatted, **kwargs)
-
-    def _next(self, messages: list[BaseMessage], tools: list[dict[str, Any]]) -> AIMessage:
+    def reply(self, messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]]) -> AIMessage:
         with self._lock:
             self._calls.append(list(messages))
-            self._tools_seen.append(tools)
+            self._tools_seen.append(list(tools))
             if isinstance(self.script, list):
                 if not self.script:
                     raise ScriptExhausted(f"the script ran out after {len(self._calls) - 1} model calls")
@@ -78,18 +69,7 @@ class ScriptedChatModel(BaseChatModel):
             else:
                 reply = self.script
         if callable(reply) and not isinstance(reply, AIMessage):
-            reply = reply(list(messages), tools)
+            reply = reply(list(messages), list(tools))
         if isinstance(reply, str):
             reply = AIMessage(content=reply)
         return reply.model_copy(update={"id": f"scripted-{uuid.uuid4().hex}"})
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        return ChatResult(
-            generations=[ChatGeneration(message=self._next(messages, kwargs.get("tools") or []))]
-        )

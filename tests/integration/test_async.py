@@ -33,7 +33,10 @@ def test_ainvoke_and_astream_with_the_async_sqlite_checkpointer(tmp_path: Path) 
     messages, events = asyncio.run(scenario())
     assert [m.type for m in messages] == ["human", "ai", "tool", "ai", "human", "ai", "tool", "ai"]
     assert "56088" in messages[3].content
-    assert [(e["tool"], e["status"]) for e in events] == [("get_current_date", "executing"), ("get_current_date", "done")]
+    assert [(e["tool"], e["status"]) for e in events] == [
+        ("get_current_date", "executing"),
+        ("get_current_date", "done"),
+    ]
 
 
 def test_async_tools_run_concurrently_under_ainvoke() -> None:
@@ -52,13 +55,19 @@ def test_async_tools_run_concurrently_under_ainvoke() -> None:
         ToolSpec(
             name="wait",
             description="waits",
-            parameters={"type": "object", "properties": {"seconds": {"type": "number"}}, "required": ["seconds"]},
+            parameters={
+                "type": "object",
+                "properties": {"seconds": {"type": "number"}},
+                "required": ["seconds"],
+            },
             handler=wait,
         )
     )
     calls = [tool_call("wait", {"seconds": 0.05 * (3 - i)}) for i in range(3)]
     model = ScriptedChatModel([AIMessage("", tool_calls=calls), "done"])
-    result = asyncio.run(build_graph(model=model, registry=registry).ainvoke({"messages": [HumanMessage("go")]}))
+    result = asyncio.run(
+        build_graph(model=model, registry=registry).ainvoke({"messages": [HumanMessage("go")]})
+    )
     tool_messages = [m for m in result["messages"] if isinstance(m, ToolMessage)]
     assert [m.tool_call_id for m in tool_messages] == [c["id"] for c in calls]  # call order, not finish order
     assert peak == 3

@@ -238,3 +238,38 @@ def test_a_huge_question_gets_a_clear_answer(question: str) -> None:
     assert isinstance(final, AIMessage) and final.content and not final.tool_calls
     tool_messages = [m for m in result["messages"] if isinstance(m, ToolMessage)]
     assert all(m.status == "error" and "too long" in m.content for m in tool_messages)
+
+
+def test_a_tool_that_raises_or_hangs_becomes_an_error_and_the_loop_goes_on() -> None:
+    import threading
+
+    from tools.builtin import builtin_registry
+    from tools.registry import ToolSpec
+
+    release = threading.Event()
+    registry = builtin_registry()
+    empty = {"type": "object", "properties": {}}
+    registry.register(
+        ToolSpec(
+            name="hangs", description="never returns", parameters=empty, handler=lambda: release.wait(30)
+        )
+    )
+
+    def boom() -> str:
+        raise RuntimeError("disk on fire")
+
+    registry.register(ToolSpec(name="boom", description="raises", parameters=empty, handler=boom))
+    calls = [tool_call("hangs"), tool_call("boom"), tool_call("calculator", {"expression": "6*7"})]
+    model = ScriptedChatModel([AIMessage("", tool_calls=calls), "finished"])
+    try:
+        result = build_graph(model=model, registry=registry).invoke(
+            {"messages": [HumanMessage("go")]}, context=Context(tool_timeout=0.3)
+        )
+    finally:
+        release.set()
+    tools = [m for m in result["messages"] if isinstance(m, ToolMessage)]
+    assert [m.tool_call_id for m in tools] == [c["id"] for c in calls]
+    assert "timed out after 0.3 s" in tools[0].content and tools[0].status == "error"
+    assert "RuntimeError: disk on fire" in tools[1].content and tools[1].status == "error"
+    assert tools[2].content == "42" and tools[2].status == "success"
+    assert result["messages"][-1].content == "finished"
