@@ -6,6 +6,7 @@ the high side (one token per CJK character, about four Latin characters per toke
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -22,8 +23,9 @@ def has_cjk(text: str) -> bool:
     return bool(_CJK.search(text))
 
 
+@functools.lru_cache(maxsize=4096)
 def estimate_tokens(text: str) -> int:
-    """Estimated tokens of ``text`` for a BPE tokenizer of the GPT/Qwen kind."""
+    """Estimated tokens of ``text`` for a BPE tokenizer of the GPT/Qwen kind (cached: history repeats)."""
     if not text:
         return 0
     cjk = len(_CJK.findall(text))
