@@ -12,13 +12,14 @@ from collections.abc import Callable
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, AnyMessage, SystemMessage
+from langchain_core.messages import AIMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from graph.context import Context
 from graph.state import State
 from nodes import prompts
 from nodes.budget import Budget
+from nodes.history import wire_history
 from nodes.models import get_chat_model
 from nodes.models.errors import ModelError, describe_model_error
 from nodes.models.tokens import count_message_tokens, estimate_tokens, message_text
@@ -33,18 +34,6 @@ AgentNode = Callable[[State, Runtime[Context]], dict[str, Any]]
 def final_message(text: str, reason: str) -> AIMessage:
     """An answer the application writes itself (budget stop, empty question): marked so callers can tell."""
     return AIMessage(content=text, response_metadata={"kb_agent_stop": reason, "finish_reason": "stop"})
-
-
-def sendable(message: AnyMessage) -> AnyMessage:
-    """A copy safe to send back to an endpoint: unparseable tool-call arguments become ``{}``.
-
-    The state keeps what the model really said; some providers refuse a request whose history carries
-    arguments that are not JSON, which would turn one bad reply into a failed turn.
-    """
-    if isinstance(message, AIMessage) and message.invalid_tool_calls:
-        fixed = [{**call, "args": "{}"} for call in message.invalid_tool_calls]
-        return message.model_copy(update={"invalid_tool_calls": fixed})
-    return message
 
 
 def make_agent(registry: ToolRegistry, model: BaseChatModel | None = None) -> AgentNode:
@@ -77,7 +66,7 @@ def make_agent(registry: ToolRegistry, model: BaseChatModel | None = None) -> Ag
             memories=state.memories,
             passages=state.passages,
         )
-        request = [SystemMessage(system), *map(sendable, unsummarised(state.messages, state.summary_covers))]
+        request = [SystemMessage(system), *wire_history(unsummarised(state.messages, state.summary_covers))]
         chat = model or get_chat_model(ctx)
         definitions = registry.definitions()
         bound = chat.bind_tools(definitions) if definitions else chat

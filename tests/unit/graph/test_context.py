@@ -63,3 +63,15 @@ def test_api_key_comes_from_the_named_variable(monkeypatch: pytest.MonkeyPatch) 
 def test_env_table_lists_every_field() -> None:
     names = [row[0] for row in env_table()]
     assert "KB_AGENT_HOME" in names and "KB_AGENT_MODEL" in names and len(names) == len(set(names))
+
+
+def test_studio_sees_every_setting_in_the_context_schema() -> None:
+    from graph import graph
+
+    schema = graph.get_context_jsonschema()
+    assert schema is not None
+    properties = schema["properties"]
+    for name in ("model", "base_url", "max_rounds", "tool_timeout", "user_id", "data_dir"):
+        assert name in properties
+    assert properties["max_rounds"]["default"] == 10
+    assert "api_key" not in properties  # the secret is never part of the context
