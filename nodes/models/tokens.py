@@ -1,4 +1,4 @@
-"""Offline token counting: a CJK-aware estimate, used until an endpoint reports real usage.
+"""Offline token counting of messages: a CJK-aware estimate, used until an endpoint reports real usage.
 
 tiktoken would download its encodings at run time, which this project may not do; the estimate errs on
 the high side (one token per CJK character, about four Latin characters per token) so budgets hold.
@@ -6,39 +6,15 @@ the high side (one token per CJK character, about four Latin characters per toke
 
 from __future__ import annotations
 
-import functools
 import json
-import math
-import re
 from collections.abc import Iterable
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-_CJK = re.compile(r"[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef]")
-_PIECES = re.compile(r"[A-Za-z]+|\d+|[^\sA-Za-z\d]")
+from stores.text import estimate_tokens, has_cjk
+
+__all__ = ["count_message_tokens", "count_tool_tokens", "estimate_tokens", "has_cjk", "message_text"]
 MESSAGE_OVERHEAD = 4
-
-
-def has_cjk(text: str) -> bool:
-    return bool(_CJK.search(text))
-
-
-@functools.lru_cache(maxsize=4096)
-def estimate_tokens(text: str) -> int:
-    """Estimated tokens of ``text`` for a BPE tokenizer of the GPT/Qwen kind (cached: history repeats)."""
-    if not text:
-        return 0
-    cjk = len(_CJK.findall(text))
-    rest = _CJK.sub(" ", text)
-    tokens = cjk
-    for piece in _PIECES.findall(rest):
-        if piece[0].isalpha():
-            tokens += max(1, math.ceil(len(piece) / 4))
-        elif piece[0].isdigit():
-            tokens += math.ceil(len(piece) / 3)
-        else:
-            tokens += 1
-    return tokens
 
 
 def message_text(message: BaseMessage) -> str:

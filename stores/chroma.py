@@ -1,0 +1,71 @@
+"""Chroma clients and collections: embedded on disk by default, a Chroma server when a URL is set.
+
+Every collection is opened with our embedding function and records which embedder and dimension built
+it; opening it with another embedder is refused with a message that says to re-index, because mixing
+vector spaces silently returns nonsense.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import chromadb
+from chromadb.api import ClientAPI
+from chromadb.api.models.Collection import Collection
+from chromadb.config import Settings
+
+from stores.embeddings import ChromaEmbedding, Embedder
+
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")  # no phoning home, ever
+_clients: dict[str, ClientAPI] = {}
+_lock = threading.Lock()
+
+
+class EmbeddingMismatchError(ValueError):
+    """The collection was built with another embedder or dimension."""
+
+
+def chroma_client(data_dir: str | Path, url: str = "") -> ClientAPI:
+    """``HttpClient`` for ``http(s)://host:port`` (``KB_AGENT_CHROMA_URL``), else a ``PersistentClient``
+    under ``<data_dir>/chroma``; one client per location per process."""
+    key = url or str(Path(data_dir, "chroma").resolve())
+    with _lock:
+        if key not in _clients:
+            settings = Settings(anonymized_telemetry=False, allow_reset=True)
+            if url:
+                parsed = urlparse(url)
+                if parsed.scheme not in {"http", "https"} or not parsed.hostname:
+                    raise ValueError(f"KB_AGENT_CHROMA_URL={url!r} must look like http://host:8000")
+                _clients[key] = chromadb.HttpClient(
+                    host=parsed.hostname,
+                    port=parsed.port or (443 if parsed.scheme == "https" else 8000),
+                    ssl=parsed.scheme == "https",
+                    settings=settings,
+                )
+            else:
+                Path(key).mkdir(parents=True, exist_ok=True)
+                _clients[key] = chromadb.PersistentClient(path=key, settings=settings)
+        return _clients[key]
+
+
+def open_collection(client: ClientAPI, name: str, embedder: Embedder, **metadata: Any) -> Collection:
+    """Get or create ``name`` with our embedding function; refuse one built by another embedder."""
+    function = ChromaEmbedding(embedder)
+    try:
+        collection = client.get_collection(name, embedding_function=function)  # type: ignore[arg-type]
+    except Exception:  # not found (the exception type differs between local and HTTP clients)
+        meta = {"hnsw:space": "cosine", "embedder": embedder.name, "dim": embedder.dim, **metadata}
+        return client.get_or_create_collection(name, embedding_function=function, metadata=meta)  # type: ignore[arg-type]
+    stored = collection.metadata or {}
+    built_with, dim = stored.get("embedder"), stored.get("dim")
+    if built_with != embedder.name or (dim and embedder.dim and int(dim) != embedder.dim):
+        raise EmbeddingMismatchError(
+            f"collection {name!r} was built with embedder {built_with!r} (dim {dim}); the current embedder is "
+            f"{embedder.name!r} (dim {embedder.dim}). Re-index: kb-agent ingest --reindex PATH, or set "
+            f"KB_AGENT_EMBEDDER={built_with}"
+        )
+    return collection
