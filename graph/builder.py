@@ -23,10 +23,12 @@ from graph.state import InputState, State
 from nodes.agent import make_agent
 from nodes.execute_tools import make_tools
 from nodes.load_memory import make_load_memory
-from nodes.retrieve import make_retrieve
+from nodes.retrieve import KnowledgeSource, make_retrieve
+from nodes.services import knowledge_services, open_knowledge_base
 from nodes.update_memory import make_update_memory
-from stores.base import KnowledgeBase, MemoryStore
+from stores.base import MemoryStore
 from tools.builtin import builtin_registry
+from tools.knowledge_tools import knowledge_tools
 from tools.registry import ToolRegistry
 
 
@@ -41,18 +43,31 @@ def route_after_tools(state: State) -> Literal["agent", "update_memory"]:
     return "update_memory" if state.stop_reason else "agent"
 
 
+def default_registry() -> ToolRegistry:
+    """The built-in tools plus the knowledge-base tools, bound to the stores of each run's context."""
+    registry = builtin_registry()
+    for spec in knowledge_tools(knowledge_services()):
+        registry.register(spec)
+    return registry
+
+
 def build_builder(
     *,
     model: BaseChatModel | None = None,
     registry: ToolRegistry | None = None,
-    knowledge: KnowledgeBase | None = None,
+    knowledge: KnowledgeSource = open_knowledge_base,
     memory: MemoryStore | None = None,
 ) -> StateGraph:
-    """The uncompiled graph; ``model`` fixes the chat model (else it is chosen per run from the context)."""
-    registry = registry if registry is not None else builtin_registry()
+    """The uncompiled graph.
+
+    ``model`` fixes the chat model (else it is chosen per run from the context); ``knowledge`` is a
+    knowledge base, a function of the run's context that opens one (the default: the one under the data
+    dir, if anything was ingested), or None for none.
+    """
+    registry = registry if registry is not None else default_registry()
     builder = StateGraph(State, input_schema=InputState, context_schema=Context)
     builder.add_node("load_memory", make_load_memory(memory))
-    builder.add_node("retrieve", make_retrieve(knowledge))
+    builder.add_node("retrieve", make_retrieve(knowledge, model))
     builder.add_node("agent", make_agent(registry, model))
     builder.add_node("tools", make_tools(registry))
     builder.add_node("update_memory", make_update_memory(memory))
@@ -72,7 +87,7 @@ def build_graph(
     *,
     model: BaseChatModel | None = None,
     registry: ToolRegistry | None = None,
-    knowledge: KnowledgeBase | None = None,
+    knowledge: KnowledgeSource = open_knowledge_base,
     memory: MemoryStore | None = None,
 ) -> CompiledStateGraph:
     """The compiled agent. Pass a checkpointer to keep threads (``stores.checkpoint.open_checkpointer``)."""

@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from graph import kb_cli
 from graph.api import Agent, EmptyQuestionError, open_agent
 from graph.context import ConfigError, Context, env_table
 from nodes.models.errors import ModelError
@@ -171,6 +172,9 @@ def show_config() -> None:
     for env, default, description in env_table():
         table.add_row(env, default, description)
     out.print(table)
+
+
+kb_cli.register(app)
 
 
 def main() -> None:

@@ -63,6 +63,7 @@ def make_tools(registry: ToolRegistry) -> ToolsNode:
             timezone=ctx.timezone,
             settings=ctx,
             run_id=run_label(runtime, turn_id),
+            history=tuple(state.messages),
         )
         outcomes = executor.run(to_run, tool_ctx, emit=runtime.stream_writer)
         messages: list[Any] = [

@@ -1,27 +1,77 @@
-"""``retrieve``: consult the knowledge base before the model decides, when there is one (SPEC §6)."""
+"""``retrieve``: consult the knowledge base before the model decides, when the question needs it (SPEC §6).
+
+The search runs for the user's identity and groups from the run's context. A follow-up question is first
+rewritten into a standalone query (and optionally decomposed) through the configured model, with a
+fall-back to the original question; the answer is still generated for the original question.
+"""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
+from langchain_core.language_models import BaseChatModel
 from langgraph.runtime import Runtime
 
 from graph.context import Context
 from graph.state import State
-from nodes.turn import current_question
-from stores.base import KnowledgeBase
+from nodes.models import get_chat_model
+from nodes.models.intents import find_expression
+from nodes.query_planning import plan_queries, retrieve_planned
+from nodes.turn import current_question, last_human_index
+from stores.base import KnowledgeBase, Passage
+from stores.rerank import reranker_from_setting
+from stores.text import tokenize
 
-TOP_K = 5
+log = logging.getLogger("kb_agent.retrieve")
+KnowledgeSource = KnowledgeBase | Callable[[Context], KnowledgeBase | None] | None
 
 
-def make_retrieve(knowledge: KnowledgeBase | None) -> Callable[[State, Runtime[Context]], dict[str, Any]]:
+def needs_retrieval(question: str) -> bool:
+    """Skip the knowledge base for small talk and pure arithmetic: nothing there can help."""
+    words = [w for w in tokenize(question) if not w.replace(".", "").isdigit()]
+    if not words:
+        return False
+    expression = find_expression(question)
+    return expression is None or len(expression) < 0.6 * len(question.replace(" ", ""))
+
+
+def resolve_knowledge(source: KnowledgeSource, ctx: Context) -> KnowledgeBase | None:
+    if source is None or isinstance(source, KnowledgeBase):
+        return source
+    return source(ctx)
+
+
+def make_retrieve(
+    knowledge: KnowledgeSource, model: BaseChatModel | None = None
+) -> Callable[[State, Runtime[Context]], dict[str, Any]]:
     def retrieve(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         question, _ = current_question(state.messages)
-        if knowledge is None or not question.strip():
+        if not question.strip() or not needs_retrieval(question):
             return {"passages": []}
         ctx = Context.from_runtime(runtime)
-        passages = knowledge.search(question, user_id=ctx.user_id, groups=(), top_k=TOP_K)
-        return {"passages": list(passages)}
+        kb = resolve_knowledge(knowledge, ctx)
+        if kb is None:
+            return {"passages": []}
+        groups = ctx.group_list
+        history = state.messages[: max(0, last_human_index(state.messages))]
+        chat = model if model is not None else (None if ctx.uses_offline_model else get_chat_model(ctx))
+        plan = plan_queries(question, history, chat, rewrite=ctx.rewrite_query, decompose=ctx.decompose_query)
+        reranker = reranker_from_setting(ctx.reranker, chat, api_key=ctx.api_key)
+        pool = max(ctx.top_k, ctx.candidates) if reranker is not None else ctx.top_k
+
+        def search(query: str) -> list[Passage]:
+            return list(kb.search(query, user_id=ctx.user_id, groups=groups, top_k=pool))
+
+        passages = retrieve_planned(plan, search, rrf_k=ctx.rrf_k, top_k=pool)
+        if reranker is not None and passages:
+            passages = reranker.rerank(question, passages, ctx.top_k)
+        passages = passages[: ctx.top_k]
+        log.info(
+            "node=retrieve user=%s queries=%d model_calls=%d fallbacks=%s passages=%d",
+            ctx.user_id, len(plan.sub_queries), plan.model_calls, plan.fallbacks, len(passages),
+        )
+        return {"passages": passages}
 
     return retrieve

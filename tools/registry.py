@@ -46,6 +46,7 @@ class ToolContext:
     timezone: str = ""
     settings: Any = None  # the run's graph Context, for tools that need more of it
     run_id: str | None = None
+    history: tuple[Any, ...] = ()  # the thread's messages up to this call (read-only), e.g. for feedback
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,9 @@ from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGenerationChunk
 
-from nodes.models import intents
+from nodes.models import intents, kb_intents
 from nodes.models.local import LocalChatModel, openai_tools
-from nodes.models.tokens import count_message_tokens, estimate_tokens, message_text
+from nodes.models.tokens import count_message_tokens, estimate_tokens, has_cjk, message_text
 
 OFFLINE_MODEL_NAME = "kb-agent-offline"
 
@@ -54,7 +54,8 @@ class OfflineChatModel(LocalChatModel):
         turn = list(messages[start + 1 :])
         asked = [m for m in turn if isinstance(m, AIMessage) and m.tool_calls]
         results = {m.tool_call_id: m for m in turn if isinstance(m, ToolMessage)}
-        rounds = intents.rounds_of(intents.plan_steps(question, names))
+        kb_steps = kb_intents.plan_kb_steps(question, names, messages)
+        rounds = intents.rounds_of(kb_steps if kb_steps is not None else intents.plan_steps(question, names))
 
         executed: list[tuple[str, dict[str, Any], str, str]] = []
         last_calc: str | None = None
@@ -69,7 +70,11 @@ class OfflineChatModel(LocalChatModel):
                     if result.status == "error" or message_text(result).startswith("Error:")
                     else "success"
                 )
-                failed = failed or status == "error"
+                failed = (
+                    failed
+                    or status == "error"
+                    or kb_intents.found_nothing(call["name"], message_text(result))
+                )
                 executed.append((call["name"], call["args"], message_text(result), status))
                 if call["name"] == "calculator" and status == "success":
                     last_calc = message_text(result)
@@ -85,8 +90,23 @@ class OfflineChatModel(LocalChatModel):
             ]
             return self._message("", tool_calls=calls, messages=messages)
         if executed:
-            return self._message(intents.compose_answer(question, executed), messages=messages)
-        return self._message(intents.capabilities_reply(question, names), messages=messages)
+            return self._message(self._compose(question, executed), messages=messages)
+        reply = kb_intents.knowledge_reply(question, messages, names)
+        return self._message(reply or intents.capabilities_reply(question, names), messages=messages)
+
+    @staticmethod
+    def _compose(question: str, executed: list[tuple[str, dict[str, Any], str, str]]) -> str:
+        """The final answer: knowledge tools described by their own rules, the rest by the arithmetic ones."""
+        zh = has_cjk(question)
+        lines = []
+        for tool, _args, content, status in executed:
+            described = (
+                kb_intents.describe_kb_result(tool, content, zh, question) if status == "success" else None
+            )
+            if described is None:
+                return intents.compose_answer(question, executed)
+            lines.append(described)
+        return "\n".join(lines)
 
     def _message(
         self, content: str, *, messages: Sequence[BaseMessage], tool_calls: list[dict[str, Any]] | None = None

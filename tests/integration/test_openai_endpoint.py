@@ -121,7 +121,9 @@ def test_tool_loop_round_trips_through_the_real_client(serve: Serve, graph: Comp
 
     # The tools offered, with the registry's JSON schemas, verbatim.
     offered = {t["function"]["name"]: t for t in first["tools"]}
-    assert set(offered) == {"calculator", "get_current_date"}
+    assert set(offered) == {
+        "calculator", "get_current_date", "search_knowledge", "generate_summary", "submit_feedback", "knowledge_stats",
+    }
     for spec in (CALCULATOR, CURRENT_DATE):
         entry = offered[spec.name]
         assert entry["type"] == "function"
@@ -359,7 +361,7 @@ def test_unknown_tool_name_gets_an_error_listing_the_available_tools(
 
     [wire] = _wire_tool_results(server.requests[1])
     assert wire["tool_call_id"] == "call_evil"
-    assert "available tools: calculator, get_current_date" in wire["content"]
+    assert "available tools: calculator, get_current_date, search_knowledge" in wire["content"]
 
 
 # --------------------------------------------------------------------------- 7. endpoint errors

@@ -1,0 +1,221 @@
+"""Knowledge-base commands: ``ingest``, ``stats``, ``search``, ``eval`` (registered on the main app)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from graph.context import Context
+from nodes.services import open_knowledge_base
+
+MODES = ("bm25", "vector", "hybrid")
+out = Console()
+err = Console(stderr=True)
+
+
+def _fail(message: str, code: int = 1) -> None:
+    err.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def _modes(text: str) -> list[str]:
+    modes = [m.strip() for m in text.split(",") if m.strip()]
+    unknown = [m for m in modes if m not in MODES]
+    if unknown or not modes:
+        _fail(f"unknown mode {', '.join(unknown) or '(none)'}: use {', '.join(MODES)}", 2)
+    return modes
+
+
+def _context(user: str | None, groups: str | None) -> Context:
+    ctx = Context()
+    changes: dict[str, Any] = {}
+    if user:
+        changes["user_id"] = user
+    if groups is not None:
+        changes["groups"] = groups
+    return Context(**{**ctx.__dict__, **changes}) if changes else ctx
+
+
+def ingest(
+    paths: list[Path] = typer.Argument(..., help="Files or folders (.txt .md .html .pdf)."),
+    groups: str | None = typer.Option(
+        None, "--groups", "-g", help="Access groups for these files, e.g. hr,eng."
+    ),
+    prune: bool = typer.Option(False, "--prune", help="Remove documents whose files are gone."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """Add or update documents; unchanged files are skipped, changed ones replace exactly their chunks."""
+    missing = [str(p) for p in paths if not p.exists()]
+    if missing:
+        _fail(f"no such file or folder: {', '.join(missing)}", 2)
+    kb = open_knowledge_base(Context(), create=True)
+    group_list = [g.strip() for g in groups.split(",") if g.strip()] if groups else None
+    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
+    with Progress(*columns, console=err, transient=True, disable=as_json) as progress:
+        task = progress.add_task("ingesting", total=None)
+
+        def report(source: str, done: int, total: int) -> None:
+            progress.update(task, description=f"ingesting {source[-50:]}", completed=done, total=total)
+
+        result = kb.ingest(paths, groups=group_list, prune=prune, progress=report)
+    summary = {
+        "added": result.added,
+        "updated": result.updated,
+        "unchanged": result.unchanged,
+        "skipped": [{"source": s, "reason": r} for s, r in result.skipped],
+        "removed": result.removed,
+        "chunks_written": result.chunks_written,
+        "chunks_deleted": result.chunks_deleted,
+    }
+    if as_json:
+        typer.echo(json.dumps(summary, ensure_ascii=False, indent=2))
+        return
+    out.print(
+        f"added {len(result.added)} · updated {len(result.updated)} · unchanged {len(result.unchanged)} · "
+        f"removed {len(result.removed)} · skipped {len(result.skipped)} · chunks written {result.chunks_written}"
+    )
+    for source, reason in result.skipped:
+        out.print(f"[yellow]skipped[/yellow] {escape(source)}: {escape(reason)}")
+
+
+def stats(as_json: bool = typer.Option(False, "--json")) -> None:
+    """Documents, chunks, last update and embedding model of the knowledge base."""
+    kb = open_knowledge_base(Context())
+    data = (
+        kb.stats() if kb is not None else {"documents": 0, "chunks": 0, "last_update": None, "embedder": None}
+    )
+    if as_json:
+        typer.echo(json.dumps(data, ensure_ascii=False, default=str, indent=2))
+        return
+    for key, value in data.items():
+        out.print(f"{key}: {value}")
+
+
+def search(
+    query: str = typer.Argument(...),
+    mode: str = typer.Option("hybrid", "--mode", "-m", help="bm25, vector or hybrid."),
+    k: int = typer.Option(5, "--k", "-k", min=1, max=100),
+    user: str | None = typer.Option(None, "--user", "-u"),
+    groups: str | None = typer.Option(
+        None, "--groups", "-g", help="The caller's groups (default KB_AGENT_GROUPS)."
+    ),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Search the knowledge base as a given user (permissions apply)."""
+    _modes(mode)
+    if not query.strip():
+        _fail("the query is empty", 2)
+    ctx = _context(user, groups)
+    kb = open_knowledge_base(ctx)
+    hits = (
+        [] if kb is None else kb.search(query, user_id=ctx.user_id, groups=ctx.group_list, top_k=k, mode=mode)
+    )
+    if as_json:
+        typer.echo(json.dumps(hits, ensure_ascii=False, default=str, indent=2))
+        return
+    if not hits:
+        out.print("no relevant passages")
+    for rank, hit in enumerate(hits, 1):
+        text = str(hit.get("text", "")).replace("\n", " ")
+        found = "+".join(hit.get("retrievers", []))
+        out.print(
+            f"{rank}. [bold]{escape(str(hit['id']))}[/bold] {hit.get('score', 0):.4f} ({found})\n   {escape(text[:200])}"
+        )
+
+
+def _beir_index(folder: Path, ctx: Context) -> tuple[Any, list[Any], list[str], dict[str, str]]:
+    """Index a BEIR corpus in a cache of its own (never the user's knowledge base): one file per document."""
+    from stores.embeddings import get_embedder
+    from stores.evaluation import load_beir
+    from stores.knowledge import KnowledgeBase
+
+    corpus, queries = load_beir(folder)
+    problems = list(getattr(queries, "problems", []))
+    digest = hashlib.sha256(str(folder.resolve()).encode() + str(len(corpus)).encode()).hexdigest()[:12]
+    cache = Path(ctx.data_dir) / "eval" / f"{folder.name}-{digest}-{ctx.embedder}"
+    docs = cache / "docs"
+    if not docs.exists():
+        tmp = Path(tempfile.mkdtemp(dir=cache.parent if cache.parent.exists() else None))
+        for doc_id, doc in corpus.items():
+            name = hashlib.sha1(doc_id.encode()).hexdigest()[:16] + ".txt"
+            text = "\n\n".join(x for x in (doc.get("title", ""), doc.get("text", "")) if x)
+            (tmp / name).write_text(text or doc_id, encoding="utf-8")
+            (tmp / (name + ".id")).write_text(doc_id, encoding="utf-8")
+        cache.mkdir(parents=True, exist_ok=True)
+        tmp.rename(docs)
+    embedder = get_embedder(
+        ctx.embedder, base_url=ctx.embedding_base_url or ctx.base_url, api_key=ctx.api_key
+    )
+    kb = KnowledgeBase(cache / "kb", embedder=embedder, candidates=ctx.candidates, rrf_k=ctx.rrf_k)
+    kb.ingest([docs])
+    id_map = {p.name.removesuffix(".id"): p.read_text(encoding="utf-8") for p in docs.glob("*.id")}
+    return kb, queries, problems, id_map
+
+
+def evaluate(
+    dataset: Path = typer.Argument(
+        ..., help="A BEIR folder (corpus.jsonl, queries.jsonl, qrels/test.tsv) or a JSON test set."
+    ),
+    modes: str = typer.Option("bm25,vector,hybrid", "--modes"),
+    k: int = typer.Option(10, "--k", min=1, max=1000),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Recall@K, Precision@K, MRR, nDCG@K and latency per retrieval mode, side by side."""
+    from stores.evaluation import evaluate_modes, load_seed_testset
+
+    chosen = _modes(modes)
+    if not dataset.exists():
+        _fail(f"no such dataset: {dataset}", 2)
+    ctx = Context()
+    if dataset.is_dir():
+        kb, queries, problems, id_map = _beir_index(dataset, ctx)
+
+        def to_doc(chunk_id: str) -> str:
+            source = Path(chunk_id.split("#", 1)[0]).name
+            return id_map.get(source, source)
+    else:
+        kb = open_knowledge_base(ctx)
+        if kb is None:
+            _fail("the knowledge base is empty: ingest documents before evaluating a test set against it")
+        queries = load_seed_testset(dataset)
+        problems = list(getattr(queries, "problems", []))
+
+        def to_doc(chunk_id: str) -> str:
+            return chunk_id
+
+    every_group = list(kb.stats().get("groups") or ["public"])  # evaluation sees the whole index
+
+    def search_ids(mode: str, text: str, limit: int) -> list[tuple[str, float]]:
+        best: dict[str, float] = {}
+        for chunk_id, score in kb.search_ids(text, groups=every_group, k=limit * 3, mode=mode):
+            doc = to_doc(chunk_id)
+            best[doc] = max(best.get(doc, float("-inf")), score)
+        return sorted(best.items(), key=lambda item: -item[1])[:limit]
+
+    results = evaluate_modes(search_ids, queries, chosen, k)
+    for problem in problems:
+        err.print(f"[yellow]warning:[/yellow] {escape(str(problem))}")
+    if as_json:
+        typer.echo(json.dumps(results, ensure_ascii=False, indent=2))
+        return
+    table = Table("metric", *chosen)
+    metrics = [key for key in next(iter(results.values())) if key != "queries"]
+    for metric in metrics:
+        table.add_row(metric, *(f"{results[m][metric]:.4f}" for m in chosen))
+    out.print(table)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(ingest)
+    app.command()(stats)
+    app.command()(search)
+    app.command("eval")(evaluate)

@@ -1,0 +1,77 @@
+"""What the offline model says about passages: quotes with citations, never invented text.
+
+Used for knowledge answers and for ``generate_summary`` when no endpoint is configured; every sentence it
+writes is copied from a passage and carries that passage's ``[id]``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from stores.text import has_cjk, tokenize
+
+QUOTE_CHARS = 240
+
+
+def sentences(text: str) -> list[str]:
+    """Sentences of a passage, Chinese or English punctuation."""
+    parts = re.split(r"(?<=[。！？!?])|(?<=[.;])\s+|\n+", text)
+    return [p.strip() for p in parts if p and p.strip()]
+
+
+def best_sentences(question: str, text: str, limit: int = 2) -> list[str]:
+    """The sentences sharing most keywords with the question, in their original order."""
+    wanted = set(tokenize(question))
+    scored = []
+    for i, sentence in enumerate(sentences(text)):
+        overlap = len(wanted & set(tokenize(sentence)))
+        scored.append((overlap, -i, sentence))
+    top = sorted(scored, reverse=True)[:limit]
+    chosen = sorted(top, key=lambda item: -item[1])
+    picked = [s for overlap, _, s in chosen if overlap > 0] or [s for _, _, s in chosen[:1]]
+    return [s if len(s) <= QUOTE_CHARS else s[:QUOTE_CHARS] + "…" for s in picked]
+
+
+def answer_from_passages(question: str, passages: Sequence[dict[str, Any]]) -> str:
+    """Quote the best passage (and a second one if it adds something), each with its citation."""
+    zh = has_cjk(question)
+    if not passages:
+        return (
+            "知识库中没有找到与这个问题相关的资料。"
+            if zh
+            else "The knowledge base has nothing relevant to this question."
+        )
+    best = passages[0]
+    quote = " ".join(best_sentences(question, str(best.get("text", ""))))
+    lines = [
+        (
+            f"根据知识库：{quote} [{best.get('id')}]"
+            if zh
+            else f"From the knowledge base: {quote} [{best.get('id')}]"
+        )
+    ]
+    if len(passages) > 1:
+        extra = passages[1]
+        more = " ".join(best_sentences(question, str(extra.get("text", "")), limit=1))
+        if more and more not in quote:
+            lines.append(
+                f"另见：{more} [{extra.get('id')}]" if zh else f"See also: {more} [{extra.get('id')}]"
+            )
+    return "\n".join(lines)
+
+
+def extractive_summary(topic: str, passages: Sequence[dict[str, Any]]) -> str:
+    """A bullet summary of ``passages`` about ``topic``: one or two quoted sentences each, cited."""
+    zh = has_cjk(topic) or any(has_cjk(str(p.get("text", ""))) for p in passages[:1])
+    head = (
+        f"关于「{topic}」，知识库中的 {len(passages)} 段资料要点："
+        if zh
+        else f"What {len(passages)} passages say about '{topic}':"
+    )
+    bullets = [
+        f"- {' '.join(best_sentences(topic, str(p.get('text', '')), limit=2))} [{p.get('id')}]"
+        for p in passages
+    ]
+    return "\n".join([head, *bullets])

@@ -1,0 +1,174 @@
+"""The offline model's knowledge-base rules (seed 003's four tools and its integration scenarios).
+
+"知识库里有多少文档？" → ``knowledge_stats``; "搜一下…有没有 RAG 相关文档，有的话整理成摘要" → ``search_knowledge``
+then (only if something was found) ``generate_summary``; "刚才那个回答不太准确" → ``submit_feedback(bad)``.
+Questions answered by retrieved passages are answered by quoting them with their citations.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+
+from nodes.models.extractive import answer_from_passages
+from nodes.models.intents import Step
+from nodes.models.tokens import has_cjk, message_text
+from stores.text import tokenize
+
+_STATS = re.compile(
+    r"多少(?:篇|个|份)?(?:文档|文件|资料)|(?:文档|文件)(?:数量|数目|总数)|知识库.{0,8}(?:统计|状态|规模|情况)|"
+    r"how many (?:documents|docs|files|chunks)|knowledge[- ]base (?:stats|statistics|size)",
+    re.IGNORECASE,
+)
+_SUMMARY = re.compile(r"摘要|总结|整理成|归纳|概述|汇总|summari[sz]e|summary|overview", re.IGNORECASE)
+_SEARCH = re.compile(
+    r"搜一下|搜索|检索|查一下|查找|找一下|有没有.{0,30}(?:文档|资料|内容)|\bsearch\b|look up|find (?:docs|documents)",
+    re.IGNORECASE,
+)
+_BAD = re.compile(
+    r"不太?准确|不对|错了|没用|不满意|答非所问|\bwrong\b|incorrect|not (?:helpful|accurate|right|useful)|useless",
+    re.IGNORECASE,
+)
+_GOOD = re.compile(
+    r"很满意|满意|很有用|有帮助|很好|\bhelpful\b|great answer|good answer|satisfied|spot on", re.IGNORECASE
+)
+_ABOUT_PREVIOUS = re.compile(
+    r"刚才|上一个|上面|之前|那个回答|检索结果|\bthat\b|\bprevious\b|\blast\b|answer|result", re.IGNORECASE
+)
+_TOPIC_PATTERNS = [
+    re.compile(r"有没有\s*(?:关于)?\s*(.+?)\s*(?:相关|有关)?的?(?:文档|资料|内容)"),
+    re.compile(r"关于\s*(.+?)\s*的"),
+    re.compile(
+        r"(?:整理|总结|归纳|概述)(?:一下)?(?:知识库里|知识库中)?(?:关于)?\s*(.+?)\s*(?:的内容|的资料|$|，|,)"
+    ),
+    re.compile(
+        r"(?:about|on|for|regarding)\s+(.+?)(?:\s+(?:documents?|docs|in the knowledge base)|[,.?!]|$)",
+        re.IGNORECASE,
+    ),
+    re.compile(
+        r"(?:summari[sz]e|search)\s+(?:the\s+)?(.+?)(?:\s+(?:documents?|docs)|[,.?!]|$)", re.IGNORECASE
+    ),
+]
+_FILLER = re.compile(r"知识库(?:里|中)?|一下|请|帮我|给我|\bthe knowledge base\b|\bplease\b", re.IGNORECASE)
+_PASSAGE_BLOCK = re.compile(r"<(检索资料|retrieved_passages)[^>]*>\n(.*?)\n</\1>", re.S)
+_PASSAGE_LINE = re.compile(r"^\[([^\]\n]+)\] (.*)$", re.M)
+
+
+def topic_of(question: str) -> str:
+    """The subject of a search/summary request ("RAG" in "搜一下知识库里有没有 RAG 相关文档")."""
+    for pattern in _TOPIC_PATTERNS:
+        match = pattern.search(question)
+        if match:
+            topic = _FILLER.sub("", match.group(1)).strip(" ，,。.？?")
+            if topic and len(topic) <= 80:
+                return topic
+    words = [
+        w for w in tokenize(_FILLER.sub(" ", question)) if not _SEARCH.search(w) and not _SUMMARY.search(w)
+    ]
+    return " ".join(words) or question.strip()
+
+
+def _has_previous_answer(messages: Sequence[BaseMessage]) -> bool:
+    return sum(isinstance(m, HumanMessage) for m in messages) >= 2
+
+
+def plan_kb_steps(question: str, tools: set[str], messages: Sequence[BaseMessage]) -> list[Step] | None:
+    """A plan for a knowledge-base request, or None when the question is not one."""
+    if "submit_feedback" in tools and _has_previous_answer(messages) and _ABOUT_PREVIOUS.search(question):
+        rating = "bad" if _BAD.search(question) else "good" if _GOOD.search(question) else None
+        if rating:
+            return [Step("submit_feedback", {"rating": rating, "reason": question.strip()[:1000]})]
+    if "knowledge_stats" in tools and _STATS.search(question):
+        return [Step("knowledge_stats", {})]
+    wants_summary = "generate_summary" in tools and _SUMMARY.search(question)
+    wants_search = "search_knowledge" in tools and _SEARCH.search(question)
+    if not (wants_summary or wants_search):
+        return None
+    topic = topic_of(question)
+    steps = [Step("search_knowledge", {"query": topic})] if wants_search else []
+    if wants_summary:
+        steps.append(Step("generate_summary", {"topic": topic}, then=bool(steps)))
+    return steps
+
+
+def found_nothing(tool: str, content: str) -> bool:
+    """True when a search came back empty (so a dependent summary step is skipped)."""
+    if tool != "search_knowledge":
+        return False
+    try:
+        return not json.loads(content).get("passages")
+    except (ValueError, AttributeError):
+        return True
+
+
+def describe_kb_result(tool: str, content: str, zh: bool, question: str) -> str | None:
+    """A sentence for a knowledge tool's result, or None if ``tool`` is not one."""
+    try:
+        data: Any = json.loads(content)
+    except ValueError:
+        data = None
+    if tool == "search_knowledge":
+        passages = data.get("passages", []) if isinstance(data, dict) else []
+        if not passages:
+            return "知识库中没有找到相关资料。" if zh else "The knowledge base has nothing on this."
+        ids = (
+            "、".join(f"[{p['id']}]" for p in passages) if zh else ", ".join(f"[{p['id']}]" for p in passages)
+        )
+        head = (
+            f"找到 {len(passages)} 段相关资料：{ids}。"
+            if zh
+            else f"Found {len(passages)} relevant passages: {ids}."
+        )
+        return head + "\n" + answer_from_passages(question, passages)
+    if tool == "generate_summary" and isinstance(data, dict):
+        return str(data.get("summary") or data.get("note") or content)
+    if tool == "knowledge_stats" and isinstance(data, dict):
+        if zh:
+            return (
+                f"知识库共有 {data.get('documents', 0)} 篇文档、{data.get('chunks', 0)} 个片段；"
+                f"最近更新：{data.get('last_update') or '无'}；嵌入模型：{data.get('embedder') or '无'}。"
+            )
+        return (
+            f"The knowledge base holds {data.get('documents', 0)} documents in {data.get('chunks', 0)} chunks; "
+            f"last update: {data.get('last_update') or 'never'}; embedding model: {data.get('embedder') or 'none'}."
+        )
+    if tool == "submit_feedback" and isinstance(data, dict):
+        rating = data.get("rating")
+        return (
+            f"已记录您对上一个回答的反馈（{rating}），谢谢。"
+            if zh
+            else f"Thanks, your feedback ({rating}) on the previous answer is recorded."
+        )
+    return None
+
+
+def passages_in_prompt(messages: Sequence[BaseMessage]) -> list[dict[str, str]]:
+    """The retrieved passages the system prompt carries (the marked data block), best first."""
+    for message in messages:
+        if isinstance(message, SystemMessage):
+            block = _PASSAGE_BLOCK.search(message_text(message))
+            if block:
+                return [
+                    {"id": m.group(1), "text": m.group(2)} for m in _PASSAGE_LINE.finditer(block.group(2))
+                ]
+    return []
+
+
+def knowledge_reply(question: str, messages: Sequence[BaseMessage], tools: set[str]) -> str | None:
+    """Answer from retrieved passages, or say the knowledge base has nothing; None for non-questions."""
+    passages = passages_in_prompt(messages)
+    if passages:
+        return answer_from_passages(question, passages)
+    if "search_knowledge" in tools and tokenize(question):
+        zh = has_cjk(question)
+        return (
+            "知识库中没有找到与这个问题相关的资料。可以换个说法再问，或先用 kb-agent ingest 导入文档。"
+            if zh
+            else "The knowledge base has nothing relevant to this question. Try other words, or ingest documents "
+            "first (kb-agent ingest PATH)."
+        )
+    return None

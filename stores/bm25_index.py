@@ -1,0 +1,293 @@
+"""Keyword retrieval (SPEC §6: the BM25 half of hybrid search), persisted beside Chroma, updated in place.
+
+Why this shape:
+
+* **Persistence is per-chunk rows, not a pickled matrix.** ``<dir>/bm25.sqlite3`` holds
+  ``(id, tokens, groups)``; every ``save()`` writes only what changed since the last one, in one SQLite
+  transaction, so a crash leaves either the old or the new state and a one-chunk update costs one row.
+  The bm25s score matrix lives in memory only and is rebuilt from the rows.
+* **Rebuilds are lazy.** Changes set a dirty flag; the first search afterwards rebuilds once, so an
+  ingest of 1,000 chunks costs one rebuild (and, inside ``batch()``, one save).
+* **Permissions filter before ranking.** Disallowed chunks are multiplied by a zero weight mask before
+  the top-k is taken, so a secret chunk can never take a slot from (or hint at the presence of) an
+  allowed one. ``groups=None`` is the unfiltered admin/eval view; a chunk without groups is visible
+  only there.
+* **Searches score without the lock.** A rebuild swaps in an immutable ``_Snapshot``.
+
+Other processes writing the same directory are not seen until ``reload()`` (the manifest's generation
+counter says when). Stored tokens come from ``stores.text.tokenize``; when ``ANALYZER_VERSION`` changes,
+``needs_reindex`` turns true and the caller must ``clear()`` and upsert every chunk again.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import threading
+from array import array
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from contextlib import closing, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
+
+import numpy as np
+
+from stores.text import ANALYZER_VERSION, tokenize
+
+if TYPE_CHECKING:
+    import bm25s
+
+INDEX_FILE = "bm25.sqlite3"
+_MASK_CACHE_SIZE = 256
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS chunks (id TEXT PRIMARY KEY, tokens TEXT NOT NULL, groups TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+log = logging.getLogger(__name__)
+
+
+class _Doc(NamedTuple):
+    terms: array  # vocabulary ids, int32: a tenth of the memory of a list of str
+    groups: frozenset[str]
+
+
+@dataclass
+class _Snapshot:
+    """What one rebuild produced; never mutated afterwards except for the mask cache."""
+
+    model: bm25s.BM25 | None = None
+    vocab: dict[str, int] = field(default_factory=dict)
+    ids: list[str] = field(default_factory=list)  # row -> chunk id, sorted so ties break by id
+    members: dict[str, np.ndarray] = field(default_factory=dict)  # group -> rows
+    masks: dict[frozenset[str], np.ndarray] = field(default_factory=dict)
+
+    def mask(self, groups: frozenset[str]) -> np.ndarray:
+        """1.0 for rows visible to any of ``groups``, else 0.0 (cached: callers repeat their groups)."""
+        cached = self.masks.get(groups)
+        if cached is None:
+            cached = np.zeros(len(self.ids), dtype=np.float32)
+            for group in groups:
+                cached[self.members[group]] = 1.0
+            if len(self.masks) >= _MASK_CACHE_SIZE:
+                self.masks.clear()
+            self.masks[groups] = cached
+        return cached
+
+
+def _check_groups(groups: object) -> None:
+    if isinstance(groups, str | bytes):
+        raise TypeError(f"groups must be a collection of group names, not the string {groups!r}")
+
+
+class BM25Index:
+    """BM25 over chunk texts (bm25s), persisted beside Chroma under <dir>, updated incrementally."""
+
+    def __init__(self, directory: str | Path) -> None:
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.path = self.directory / INDEX_FILE
+        self.rebuilds = 0  # how many times the score matrix was built (tests and diagnostics)
+        self.needs_reindex = False
+        self._lock = threading.RLock()
+        self._local = threading.local()  # per-thread batch depth
+        with self._connect() as db:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.executescript(_SCHEMA)
+            db.execute("INSERT OR IGNORE INTO meta VALUES ('analyzer', ?)", (ANALYZER_VERSION,))
+        self._load()
+
+    # -- state -----------------------------------------------------------------------------------
+    @contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        """A short-lived connection whose ``with`` block is one transaction."""
+        with closing(sqlite3.connect(self.path, timeout=30)) as db, db:
+            yield db
+
+    def _load(self) -> None:
+        """Replace the in-memory state with the file's (unsaved changes are dropped)."""
+        with self._lock, self._connect() as db:
+            stored = db.execute("SELECT value FROM meta WHERE key = 'analyzer'").fetchone()
+            self.needs_reindex = stored is not None and stored[0] != ANALYZER_VERSION
+            if self.needs_reindex:
+                log.warning(
+                    "BM25 index %s was built by analyzer %s, the code has %s: re-index",
+                    self.path,
+                    stored[0],
+                    ANALYZER_VERSION,
+                )
+            self._vocab: dict[str, int] = {}
+            self._docs: dict[str, _Doc] = {}
+            self._groupsets: dict[frozenset[str], frozenset[str]] = {}
+            self._pending: dict[str, tuple[str, str] | None] = {}  # id -> (tokens, groups) or None = delete
+            for chunk_id, tokens, groups in db.execute("SELECT id, tokens, groups FROM chunks"):
+                self._docs[chunk_id] = self._doc(tokens.split(), json.loads(groups))
+            self._snapshot = _Snapshot()
+            self._dirty = True
+
+    def _doc(self, terms: list[str], groups: Iterable[str]) -> _Doc:
+        vocab = self._vocab
+        ids = array("i", [vocab.setdefault(term, len(vocab)) for term in terms])
+        groupset = frozenset(groups)
+        return _Doc(ids, self._groupsets.setdefault(groupset, groupset))
+
+    def __len__(self) -> int:
+        return len(self._docs)
+
+    def __contains__(self, chunk_id: object) -> bool:
+        return chunk_id in self._docs
+
+    def ids(self) -> set[str]:
+        with self._lock:
+            return set(self._docs)
+
+    def groups_of(self, chunk_id: str) -> frozenset[str]:
+        """The groups that may see ``chunk_id``; ``KeyError`` if it is not indexed."""
+        return self._docs[chunk_id].groups
+
+    # -- writes ----------------------------------------------------------------------------------
+    def upsert(self, items: Sequence[tuple[str, str, frozenset[str] | Sequence[str]]]) -> None:
+        """Index ``(chunk_id, text, groups)`` triples, replacing any earlier text of the same ids."""
+        prepared: list[tuple[str, list[str], frozenset[str]]] = []
+        for chunk_id, text, groups in items:  # validate and tokenize everything before changing anything
+            if not isinstance(chunk_id, str) or not chunk_id:
+                raise ValueError(f"chunk id must be a non-empty string, got {chunk_id!r}")
+            if not isinstance(text, str):
+                raise TypeError(f"text of {chunk_id!r} must be a string, got {type(text).__name__}")
+            _check_groups(groups)
+            groupset = frozenset(groups)
+            if not all(isinstance(group, str) for group in groupset):
+                raise TypeError(f"groups of {chunk_id!r} must be strings, got {sorted(map(repr, groupset))}")
+            prepared.append((chunk_id, tokenize(text), groupset))
+        if not prepared:
+            return
+        with self._lock:
+            for chunk_id, terms, groupset in prepared:
+                doc = self._doc(terms, groupset)
+                old = self._docs.get(chunk_id)
+                if old is not None and old.terms == doc.terms and old.groups == doc.groups:
+                    continue  # re-ingesting unchanged text costs no rebuild
+                self._docs[chunk_id] = doc
+                self._pending[chunk_id] = (" ".join(terms), json.dumps(sorted(groupset), ensure_ascii=False))
+                self._dirty = True
+            self._autosave()
+
+    def remove(self, chunk_ids: Iterable[str]) -> int:
+        """Forget these chunks; returns how many were indexed."""
+        if isinstance(chunk_ids, str | bytes):
+            raise TypeError("remove() takes an iterable of chunk ids, not one string")
+        removed = 0
+        with self._lock:
+            for chunk_id in chunk_ids:
+                if self._docs.pop(chunk_id, None) is not None:
+                    self._pending[chunk_id] = None
+                    removed += 1
+            if removed:
+                self._dirty = True
+                self._autosave()
+        return removed
+
+    def clear(self) -> None:
+        """Drop every chunk and stamp the current analyzer (the first step of a re-index)."""
+        with self._lock:
+            with self._connect() as db:
+                db.execute("DELETE FROM chunks")
+                db.execute("INSERT OR REPLACE INTO meta VALUES ('analyzer', ?)", (ANALYZER_VERSION,))
+            self._load()
+
+    def reload(self) -> None:
+        """Save, then re-read the file: picks up what other processes wrote."""
+        with self._lock:
+            self.save()
+            self._load()
+
+    def save(self) -> None:
+        """Write the changes since the last save in one transaction (atomic: all or nothing)."""
+        with self._lock:
+            if not self._pending:
+                return
+            rows = [(cid, *row) for cid, row in self._pending.items() if row is not None]
+            gone = [(cid,) for cid, row in self._pending.items() if row is None]
+            with self._connect() as db:
+                db.executemany("DELETE FROM chunks WHERE id = ?", gone)
+                db.executemany("INSERT OR REPLACE INTO chunks VALUES (?, ?, ?)", rows)
+            self._pending.clear()  # only once committed: a failed save is retried by the next one
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Defer saving this thread's upserts/removes to the end of the block (one transaction)."""
+        self._local.depth = getattr(self._local, "depth", 0) + 1
+        try:
+            yield
+        finally:
+            self._local.depth -= 1
+            if not self._local.depth:
+                self.save()  # also after an error: memory already holds the changes
+
+    def _autosave(self) -> None:
+        if not getattr(self._local, "depth", 0):
+            self.save()
+
+    # -- search ----------------------------------------------------------------------------------
+    def warm(self) -> None:
+        """Rebuild now if anything changed (~4 s per 100k chunks), so that no user's search pays for it:
+        call it at the end of an ingest."""
+        self._current()
+
+    def _current(self) -> _Snapshot:
+        with self._lock:
+            if self._dirty:
+                self._snapshot = self._rebuild()
+                self._dirty = False
+            return self._snapshot
+
+    def _rebuild(self) -> _Snapshot:
+        """A fresh snapshot of the current chunks (called under the lock)."""
+        import bm25s  # imports scipy and numba: ~0.6 s, paid by the first search, not by every import
+
+        self.rebuilds += 1
+        ids = sorted(self._docs)
+        corpus = [self._docs[chunk_id].terms for chunk_id in ids]
+        rows: dict[str, list[int]] = {}
+        for row, chunk_id in enumerate(ids):
+            for group in self._docs[chunk_id].groups:
+                rows.setdefault(group, []).append(row)
+        members = {group: np.asarray(found, dtype=np.int64) for group, found in rows.items()}
+        if not any(corpus):  # bm25s cannot index a corpus without a single term
+            return _Snapshot(ids=ids, members=members)
+        vocab = dict(self._vocab)  # a copy: later upserts add terms this matrix has no column for
+        model = bm25s.BM25()  # Lucene BM25, k1=1.5, b=0.75
+        model.index((corpus, vocab), create_empty_token=False, show_progress=False)
+        return _Snapshot(model=model, vocab=vocab, ids=ids, members=members)
+
+    def search(self, query: str, k: int, groups: Collection[str] | None = None) -> list[tuple[str, float]]:
+        """Up to ``k`` ``(chunk_id, score)`` best first, among chunks sharing a group with ``groups``
+        (``None``: all chunks); only chunks matching at least one query term (score > 0)."""
+        if groups is not None:
+            _check_groups(groups)
+        if k <= 0:
+            return []
+        terms = tokenize(query)
+        if not terms:
+            return []
+        snap = self._current()
+        if snap.model is None:
+            return []
+        # each distinct term counts once: bounds the cost of a pasted page and its repeated words
+        columns = sorted({snap.vocab[term] for term in terms if term in snap.vocab})
+        if not columns:
+            return []
+        mask = None
+        if groups is not None:
+            visible = frozenset(group for group in groups if group in snap.members)
+            if not visible:
+                return []
+            mask = snap.mask(visible)
+        scores = snap.model.get_scores_from_ids(columns, weight_mask=mask)
+        hits = np.flatnonzero(scores > 0)
+        if hits.size > k:  # keep everything tied with the k-th score, then order deterministically
+            kth = np.partition(scores[hits], hits.size - k)[hits.size - k]
+            hits = hits[scores[hits] >= kth]
+        best = hits[np.lexsort((hits, -scores[hits]))[:k]]
+        return [(snap.ids[row], float(scores[row])) for row in best]

@@ -1,0 +1,190 @@
+"""The four knowledge-base tools of seed 003: search, summarise, feedback, statistics.
+
+Every search carries the caller's identity and groups from the run (never from the model's arguments), so
+the permission filter inside the knowledge base applies to tools exactly as to the retrieve node.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import AIMessage, HumanMessage
+
+from stores.base import Passage
+from tools.registry import ToolContext, ToolError, ToolSpec
+
+PASSAGE_CHARS = 800
+
+
+@dataclass(frozen=True)
+class KnowledgeServices:
+    """How the tools reach the stores and the model for this run (wired in ``graph``)."""
+
+    knowledge: Callable[[Any], Any | None]  # settings -> KnowledgeBase or None when nothing is ingested
+    feedback: Callable[[Any], Any]  # settings -> FeedbackStore
+    summarize: Callable[[str, list[Passage], Any], dict[str, Any]]  # (topic, passages, settings) -> summary
+
+
+def _groups(ctx: ToolContext) -> tuple[str, ...]:
+    return tuple(getattr(ctx.settings, "group_list", ("public",)))
+
+
+def _passage_view(p: Passage) -> dict[str, Any]:
+    meta = p.get("metadata", {}) or {}
+    text = p.get("text", "")
+    return {
+        "id": p.get("id"),
+        "source": p.get("source") or meta.get("source"),
+        "section": meta.get("section") or None,
+        "score": round(float(p.get("score", 0.0)), 4),
+        "text": text if len(text) <= PASSAGE_CHARS else text[:PASSAGE_CHARS] + "…",
+    }
+
+
+def _previous_turn(history: tuple[Any, ...]) -> tuple[str | None, str | None]:
+    """The question and final answer of the turn before the current one (what feedback is about)."""
+    humans = [i for i, m in enumerate(history) if isinstance(m, HumanMessage)]
+    if len(humans) < 2:
+        return None, None
+    start, end = humans[-2], humans[-1]
+    answers = [m for m in history[start:end] if isinstance(m, AIMessage) and not m.tool_calls and m.content]
+    question = history[start].content if isinstance(history[start].content, str) else None
+    answer = answers[-1].content if answers and isinstance(answers[-1].content, str) else None
+    return question, answer
+
+
+def knowledge_tools(services: KnowledgeServices) -> list[ToolSpec]:
+    """The tool specs, bound to ``services``."""
+
+    def search_knowledge(query: str, top_k: int = 5, *, tool_context: ToolContext) -> str:
+        kb = services.knowledge(tool_context.settings)
+        if kb is None:
+            return "The knowledge base is empty: nothing has been ingested yet (kb-agent ingest PATH)."
+        hits = kb.search(query, user_id=tool_context.user_id, groups=_groups(tool_context), top_k=top_k)
+        if not hits:
+            return json.dumps(
+                {"query": query, "passages": [], "note": "no relevant passages found"}, ensure_ascii=False
+            )
+        return json.dumps({"query": query, "passages": [_passage_view(p) for p in hits]}, ensure_ascii=False)
+
+    def generate_summary(topic: str, max_docs: int = 5, *, tool_context: ToolContext) -> str:
+        kb = services.knowledge(tool_context.settings)
+        hits = (
+            []
+            if kb is None
+            else kb.search(topic, user_id=tool_context.user_id, groups=_groups(tool_context), top_k=max_docs)
+        )
+        if not hits:
+            return json.dumps(
+                {"topic": topic, "summary": "", "sources": [], "note": "no passages to summarise"},
+                ensure_ascii=False,
+            )
+        result = services.summarize(topic, hits, tool_context.settings)
+        return json.dumps(
+            {"topic": topic, **result, "sources": [p.get("id") for p in hits]}, ensure_ascii=False
+        )
+
+    def submit_feedback(rating: str, reason: str | None = None, *, tool_context: ToolContext) -> str:
+        question, answer = _previous_turn(tool_context.history)
+        if answer is None:
+            raise ToolError("there is no earlier answer in this thread to give feedback on")
+        store = services.feedback(tool_context.settings)
+        feedback_id = store.add(
+            user_id=tool_context.user_id,
+            thread_id=tool_context.thread_id,
+            rating=rating,
+            reason=reason,
+            question=question,
+            answer=answer,
+        )
+        return json.dumps(
+            {"feedback_id": feedback_id, "rating": rating, "about": answer[:200]}, ensure_ascii=False
+        )
+
+    def knowledge_stats(*, tool_context: ToolContext) -> str:
+        kb = services.knowledge(tool_context.settings)
+        if kb is None:
+            return json.dumps(
+                {"documents": 0, "chunks": 0, "note": "nothing ingested yet"}, ensure_ascii=False
+            )
+        return json.dumps(kb.stats(), ensure_ascii=False, default=str)
+
+    return [
+        ToolSpec(
+            name="search_knowledge",
+            description=(
+                "Search the knowledge base for passages about a query; returns passages with ids to cite as "
+                "[id]. Call it when the user asks about the documents' content or the passages you already "
+                "have do not answer; use a narrower or broader query to search again. Not for small talk, "
+                "arithmetic or dates."
+            ),
+            parameters={
+                "type": "object",
+                "properties": {
+                    "query": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": 2000,
+                        "description": "What to look for.",
+                    },
+                    "top_k": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5},
+                },
+                "required": ["query"],
+                "additionalProperties": False,
+            },
+            handler=search_knowledge,
+            permissions=("kb:read",),
+        ),
+        ToolSpec(
+            name="generate_summary",
+            description=(
+                "Write a structured summary of what the knowledge base says about a topic (retrieves up to "
+                "max_docs passages, then summarises them with a separate model call). Call it only when the "
+                "user asks for a summary/overview (整理/总结/摘要); for a specific question use search_knowledge."
+            ),
+            parameters={
+                "type": "object",
+                "properties": {
+                    "topic": {"type": "string", "minLength": 1, "maxLength": 500},
+                    "max_docs": {"type": "integer", "minimum": 1, "maximum": 10, "default": 5},
+                },
+                "required": ["topic"],
+                "additionalProperties": False,
+            },
+            handler=generate_summary,
+            permissions=("kb:read",),
+            timeout=120.0,
+        ),
+        ToolSpec(
+            name="submit_feedback",
+            description=(
+                "Record the user's rating of your previous answer: 'good' when they say it was helpful or "
+                "right (满意/有用), 'bad' when they say it was wrong or unhelpful (不准确/没用). Call it only "
+                "when the user comments on an earlier answer; include their reason."
+            ),
+            parameters={
+                "type": "object",
+                "properties": {
+                    "rating": {"type": "string", "enum": ["good", "bad"]},
+                    "reason": {"type": "string", "maxLength": 1000},
+                },
+                "required": ["rating"],
+                "additionalProperties": False,
+            },
+            handler=submit_feedback,
+            permissions=("feedback:write",),
+        ),
+        ToolSpec(
+            name="knowledge_stats",
+            description=(
+                "Return the knowledge base's statistics: documents, chunks, last update, embedding model. "
+                "Call it when the user asks how many documents there are or what the knowledge base holds."
+            ),
+            parameters={"type": "object", "properties": {}, "additionalProperties": False},
+            handler=knowledge_stats,
+            permissions=("kb:read",),
+        ),
+    ]
