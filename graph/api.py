@@ -11,6 +11,7 @@ expects (SQLite under ``KB_AGENT_HOME``, user id in the config, a typed answer, 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -23,6 +24,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from graph.builder import build_graph
 from graph.context import Context
+from nodes.memory_extraction import BackgroundMemoryUpdater, open_memory
 from nodes.models.tokens import message_text
 from nodes.turn import last_human_index
 from stores.checkpoint import ThreadInfo, list_threads, open_checkpointer
@@ -84,11 +86,16 @@ class Agent:
     """A compiled kb-agent graph bound to a checkpointer and a base context."""
 
     def __init__(
-        self, graph: CompiledStateGraph, checkpointer: BaseCheckpointSaver, context: Context
+        self,
+        graph: CompiledStateGraph,
+        checkpointer: BaseCheckpointSaver,
+        context: Context,
+        memory: BackgroundMemoryUpdater | None = None,
     ) -> None:
         self.graph = graph
         self.checkpointer = checkpointer
         self.context = context
+        self.memory = memory  # long-term memory; None when switched off
 
     def _run_args(self, thread_id: str, user_id: str | None) -> tuple[dict[str, Any], Context]:
         ctx = self.context if user_id is None else dataclasses.replace(self.context, user_id=user_id)
@@ -127,10 +134,37 @@ class Agent:
         """Forget a thread's messages and state."""
         self.checkpointer.delete_thread(thread_id)
 
+    def memories(self, user_id: str | None = None) -> list[dict[str, Any]]:
+        """This user's long-term memories, newest first (after pending updates are applied)."""
+        if self.memory is None:
+            return []
+        self.memory.drain(10)
+        return list(self.memory.store.list(user_id or self.context.user_id))  # type: ignore[attr-defined]
+
+    def forget(self, memory_id: str, user_id: str | None = None) -> Any:
+        """Delete one of this user's memories (audited, source "cli"); returns the audit entry."""
+        if self.memory is None:
+            raise ValueError("long-term memory is switched off (KB_AGENT_LONG_TERM_MEMORY=false)")
+        self.memory.drain(10)
+        store: Any = self.memory.store
+        return store.manage(user_id or self.context.user_id, "DELETE", memory_id=memory_id)
+
 
 @contextmanager
 def open_agent(context: Context | None = None, **build_kwargs: Any) -> Iterator[Agent]:
     """An :class:`Agent` with the checkpointer the context asks for (SQLite under the data dir by default)."""
     ctx = context or Context()
+    if "memory" not in build_kwargs and ctx.long_term_memory:
+        build_kwargs["memory"] = open_memory(ctx)
+    memory = build_kwargs.get("memory")
     with open_checkpointer(ctx.data_dir, ctx.checkpoint_url) as saver:
-        yield Agent(build_graph(checkpointer=saver, **build_kwargs), saver, ctx)
+        try:
+            yield Agent(
+                build_graph(checkpointer=saver, **build_kwargs),
+                saver,
+                ctx,
+                memory if isinstance(memory, BackgroundMemoryUpdater) else None,
+            )
+        finally:
+            if isinstance(memory, BackgroundMemoryUpdater) and not memory.drain(10):
+                logging.getLogger("kb_agent.memory").warning("memory updates still running at exit")

@@ -23,12 +23,14 @@ from graph.state import InputState, State
 from nodes.agent import make_agent
 from nodes.execute_tools import make_tools
 from nodes.load_memory import make_load_memory
+from nodes.memory_extraction import RunMemory
 from nodes.retrieve import KnowledgeSource, make_retrieve
 from nodes.services import knowledge_services, open_knowledge_base
 from nodes.update_memory import make_update_memory
 from stores.base import MemoryStore
 from tools.builtin import builtin_registry
 from tools.knowledge_tools import knowledge_tools
+from tools.memory_tools import memory_tools
 from tools.registry import ToolRegistry
 
 
@@ -47,6 +49,8 @@ def default_registry() -> ToolRegistry:
     """The built-in tools plus the knowledge-base tools, bound to the stores of each run's context."""
     registry = builtin_registry()
     for spec in knowledge_tools(knowledge_services()):
+        registry.register(spec)
+    for spec in memory_tools():
         registry.register(spec)
     return registry
 
@@ -95,4 +99,4 @@ def build_graph(
     return builder.compile(checkpointer=checkpointer, store=store, name="kb-agent")
 
 
-graph = build_graph()
+graph = build_graph(memory=RunMemory())  # long-term memory of each run's context, updated in the background

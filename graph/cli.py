@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from graph import kb_cli
+from graph import kb_cli, memory_cli
 from graph.api import Agent, EmptyQuestionError, open_agent
 from graph.context import ConfigError, Context, env_table
 from nodes.models.errors import ModelError
@@ -98,7 +98,10 @@ def ask(
         raise typer.Exit(3)
 
 
-CHAT_HELP = "/thread NAME  switch thread · /threads · /history · /reset  clear this thread · /quit"
+CHAT_HELP = (
+    "/thread NAME  switch thread · /threads · /history · /reset  clear this thread · "
+    "/memories · /forget ID · /quit"
+)
 
 
 def _chat_command(agent: Agent, line: str, state: dict[str, str]) -> bool:
@@ -125,6 +128,21 @@ def _chat_command(agent: Agent, line: str, state: dict[str, str]) -> bool:
         for message in agent.history(state["thread"]):
             text = message_text(message) or json.dumps(getattr(message, "tool_calls", []), ensure_ascii=False)
             out.print(f"[bold]{message.type}[/bold]: {escape(text)}")
+    elif name == "/memories":
+        memories = agent.memories()
+        if not memories:
+            out.print("[dim]no memories[/dim]")
+        for m in memories:
+            out.print(f"[dim]{m['id']}[/dim] ({m['memory_type']}) {escape(m['content'])}")
+    elif name == "/forget":
+        if not arg.strip():
+            out.print("[yellow]usage: /forget ID[/yellow] (ids: /memories)")
+        else:
+            entry = agent.forget(arg.strip())
+            if entry.status == "applied":
+                out.print(f"[dim]forgot {entry.memory_id}: {escape(entry.old_content or '')}[/dim]")
+            else:
+                out.print(f"[yellow]not forgotten: no memory {escape(arg.strip())} of this user[/yellow]")
     else:
         out.print(f"[yellow]unknown command {escape(name)}[/yellow] — {CHAT_HELP}")
     return True
@@ -175,6 +193,7 @@ def show_config() -> None:
 
 
 kb_cli.register(app)
+memory_cli.register(app)
 
 
 def main() -> None:

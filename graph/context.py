@@ -144,6 +144,14 @@ class Context:
         default="",
         metadata={"description": "postgresql://… for feedback and audit (empty: SQLite under data_dir)."},
     )
+    long_term_memory: bool = field(
+        default=True,
+        metadata={"description": "Recall and learn per-user long-term memories (Chroma under data_dir)."},
+    )
+    memory_episodic_days: float = field(
+        default=0.0,
+        metadata={"description": "Days an episodic memory is kept (0: until deleted)."},
+    )
 
     user_id: str = field(
         default="default", metadata={"description": "Who is asking; scopes memories and permissions."}

@@ -58,7 +58,10 @@ def system_prompt(
     if summary:
         parts.append(SUMMARY[lang].format(summary=summary))
     if memories:
-        items = "\n".join(f"- ({m.get('memory_type', 'semantic')}) {m.get('content', '')}" for m in memories)
+        items = "\n".join(
+            f"- [{m.get('id', '')}] ({m.get('memory_type', 'semantic')}) {m.get('content', '')}"
+            for m in memories
+        )
         parts.append(MEMORIES[lang].format(items=items))
     if passages:
         items = "\n".join(f"[{p.get('id')}] {p.get('text', '')}" for p in passages)

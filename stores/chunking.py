@@ -14,8 +14,65 @@ from langchain_text_splitters import RecursiveCharacterTextSplitter
 from stores.documents import LoadedDocument
 from stores.text import _CJK, estimate_tokens
 
-# Coarse to fine; sentence ends before clause marks, CJK full-width marks before their ASCII forms.
-SEPARATORS = ["\n\n", "\n", "。", "！", "？", "；", ". ", "! ", "? ", "; ", "，", ", ", " ", ""]
+# Coarse to fine, as regexes so that marks of one rank share a level: paragraphs, lines, sentence ends
+# (Chinese 。！？ and English ". ", "! ", "? "), clause marks, commas, words, characters. With
+# separate levels a piece holding "！" but no "。" is split apart from its neighbours and chunks come
+# out a fraction of max_tokens.
+SEPARATORS = ["\n\n", "\n", "[。！？]|[.!?] ", "；|; ", "，|, ", " ", ""]
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One passage to embed; ``id`` is "<source>#<n>", ``hash`` tells whether its text changed."""
+
+    id: str
+    text: str
+    hash: str
+    metadata: dict[str, Any]
+
+
+def chunk_document(
+    doc: LoadedDocument, groups: Sequence[str], *, max_tokens: int = 320, overlap_tokens: int = 40
+) -> Iterator[Chunk]:
+    """Chunks of at most ``max_tokens`` (estimate_tokens) per section, numbered in document order.
+
+    Sections are split independently so a chunk never mixes two headings or pages, and an edit only
+    moves the chunks from the edited one on. Lazy: on a streamed document memory stays at one section.
+    """
+    if not 0 <= overlap_tokens < max_tokens:
+        raise ValueError(f"need 0 <= overlap_tokens < max_tokens, got {overlap_tokens} and {max_tokens}")
+    # The splitter measures every piece twice and estimate_tokens' LRU is too small for a whole section.
+    measure = functools.lru_cache(maxsize=None)(_measure)
+    splitter = RecursiveCharacterTextSplitter(
+        separators=SEPARATORS,
+        is_separator_regex=True,
+        keep_separator="end",  # punctuation stays with the sentence it ends; chunks start on a fresh one
+        chunk_size=max_tokens,
+        chunk_overlap=overlap_tokens,
+        length_function=measure,
+        strip_whitespace=True,
+    )
+    group_list = ",".join(dict.fromkeys(name.strip() for name in groups if name.strip()))
+    position = 0
+    for section in doc.sections:
+        measure.cache_clear()  # one section's pieces at a time
+        for piece in splitter.split_text(section.text):
+            text = piece.strip()
+            if not text:
+                continue
+            yield Chunk(
+                id=f"{doc.source}#{position}",
+                text=text,
+                hash=hashlib.sha256(text.encode("utf-8")).hexdigest()[:16],
+                metadata={
+                    "source": doc.source,
+                    "title": doc.title,
+                    "section": section.heading,
+                    "position": position,
+                    "groups": group_list,
+                },
+            )
+            position += 1
 
 
 class _Kinds(dict[int, str]):
@@ -37,14 +94,14 @@ _CJK_RUN = re.compile(f"{_CJK.pattern}+")
 
 
 def _count_tokens(text: str) -> int:
-    """estimate_tokens, computed with C-speed string ops (3-10x faster), which a 50 MB file needs.
+    """estimate_tokens computed with C-speed string operations: 3-10x faster, which a 50 MB file needs.
 
-    CJK characters are 1 token each and become spaces, as in estimate_tokens. A run of n letters costs
-    ceil(n/4): replace each full block of 4 by "b", then each 1-3 letter rest by one "a", and count
-    both (digits likewise in blocks of 3). Any other non-space character is 1 token.
+    CJK characters are 1 token each and, as in estimate_tokens, separate what surrounds them. A run of
+    n letters costs ceil(n/4): replace each full block of 4 by "b", then each 1-3 letter rest by one
+    "a", and count both (digits likewise in blocks of 3). Any other non-space character is 1 token.
     """
     cjk = 0
-    if not text.isascii():  # O(1) check; CJK runs (not chars) become one space each: few allocations
+    if not text.isascii():  # O(1) check; whole CJK runs become one space: few allocations
         spaced, runs = _CJK_RUN.subn(" ", text)
         text, cjk = spaced, len(text) - len(spaced) + runs
     kinds = text.translate(_KINDS)
@@ -65,68 +122,7 @@ _PROBES = (
     "x=42; é\u0301² ٣٣٣٣ 가나 ﹐",
     "aaaa 0000 a0a0",
 )
-# Trust the fast count only while it agrees with estimate_tokens (which someone may refine later).
+# Use the fast count only while it agrees with estimate_tokens, which its owner may refine later.
 _measure: Callable[[str], int] = (
     _count_tokens if all(_count_tokens(p) == estimate_tokens(p) for p in _PROBES) else estimate_tokens
 )
-
-
-@dataclass(frozen=True)
-class Chunk:
-    """One passage to embed; ``id`` is "<source>#<n>", ``hash`` tells whether its text changed."""
-
-    id: str
-    text: str
-    hash: str
-    metadata: dict[str, Any]
-
-
-def _splitter(
-    max_tokens: int, overlap_tokens: int, measure: Callable[[str], int]
-) -> RecursiveCharacterTextSplitter:
-    # keep_separator="end": punctuation stays with the sentence it closes, chunks start on a fresh sentence.
-    return RecursiveCharacterTextSplitter(
-        separators=SEPARATORS,
-        keep_separator="end",
-        chunk_size=max_tokens,
-        chunk_overlap=overlap_tokens,
-        length_function=measure,
-        strip_whitespace=True,
-    )
-
-
-def chunk_document(
-    doc: LoadedDocument, groups: Sequence[str], *, max_tokens: int = 320, overlap_tokens: int = 40
-) -> Iterator[Chunk]:
-    """Chunks of at most ``max_tokens`` (estimated) per section, numbered in document order.
-
-    Sections are split independently so a chunk never mixes two headings or pages, and an edit only
-    moves the chunks from the edited one on. Works lazily on streamed documents: memory stays at
-    about one section.
-    """
-    if not 0 <= overlap_tokens < max_tokens:
-        raise ValueError(f"need 0 <= overlap_tokens < max_tokens, got {overlap_tokens} and {max_tokens}")
-    # The splitter measures every piece twice and estimate_tokens' LRU is too small for a whole section.
-    measure = functools.lru_cache(maxsize=None)(_measure)
-    splitter = _splitter(max_tokens, overlap_tokens, measure)
-    group_list = ",".join(dict.fromkeys(name.strip() for name in groups if name.strip()))
-    position = 0
-    for section in doc.sections:
-        measure.cache_clear()  # one section's pieces at a time: memory stays bounded on streamed files
-        for piece in splitter.split_text(section.text):
-            text = piece.strip()
-            if not text:
-                continue
-            yield Chunk(
-                id=f"{doc.source}#{position}",
-                text=text,
-                hash=hashlib.sha256(text.encode("utf-8")).hexdigest()[:16],
-                metadata={
-                    "source": doc.source,
-                    "title": doc.title,
-                    "section": section.heading,
-                    "position": position,
-                    "groups": group_list,
-                },
-            )
-            position += 1

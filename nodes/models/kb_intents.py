@@ -26,7 +26,8 @@ _STATS = re.compile(
 )
 _SUMMARY = re.compile(r"摘要|总结|整理成|归纳|概述|汇总|summari[sz]e|summary|overview", re.IGNORECASE)
 _SEARCH = re.compile(
-    r"搜一下|搜索|检索|查一下|查找|找一下|有没有.{0,30}(?:文档|资料|内容)|\bsearch\b|look up|find (?:docs|documents)",
+    r"搜一下|搜索一下|检索一下|查一下|找一下|帮我(?:搜|查|找)|搜搜|有没有.{0,30}(?:文档|资料|内容)|"
+    r"\bsearch (?:for|the)\b|look up|find (?:docs|documents)",
     re.IGNORECASE,
 )
 _BAD = re.compile(
@@ -55,7 +56,7 @@ _TOPIC_PATTERNS = [
 ]
 _FILLER = re.compile(r"知识库(?:里|中)?|一下|请|帮我|给我|\bthe knowledge base\b|\bplease\b", re.IGNORECASE)
 _PASSAGE_BLOCK = re.compile(r"<(检索资料|retrieved_passages)[^>]*>\n(.*?)\n</\1>", re.S)
-_PASSAGE_LINE = re.compile(r"^\[([^\]\n]+)\] (.*)$", re.M)
+_PASSAGE_LINE = re.compile(r"^\[([^\]\n]+)\] (.*?)(?=\n\[[^\]\n]+\] |\Z)", re.M | re.S)
 
 
 def topic_of(question: str) -> str:

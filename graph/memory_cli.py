@@ -1,0 +1,170 @@
+"""``kb-agent memories list|search|add|edit|delete|audit --user U [--json]``: users manage their memories.
+
+Every command is scoped to ``--user`` (default ``KB_AGENT_USER_ID``) at the storage layer, and every
+change goes through the same rules and audit history as extraction (source "cli"): a rejected change is
+one line on stderr with the rule that refused it, and exit code 1.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from graph.context import ConfigError, Context
+from nodes.memory_extraction import memory_store
+from nodes.memory_rules import MEMORY_TYPES
+from stores.audit import AuditEntry
+from stores.base import MemoryRecord
+from stores.memory import ChromaMemoryStore
+
+memories = typer.Typer(
+    no_args_is_help=True, help="List, search, add, correct and delete a user's long-term memories."
+)
+out = Console()
+err = Console(stderr=True)
+
+UserOption = typer.Option(None, "--user", "-u", help="Whose memories (default: KB_AGENT_USER_ID).")
+JsonOption = typer.Option(False, "--json", help="Print JSON.")
+
+
+def _fail(message: str, code: int = 1) -> None:
+    err.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def _open(user: str | None) -> tuple[ChromaMemoryStore, str]:
+    try:
+        ctx = Context()
+        if user is not None:
+            if not user.strip():
+                _fail("--user is empty: name the user whose memories to manage", 2)
+            ctx = dataclasses.replace(ctx, user_id=user.strip())
+        return memory_store(ctx), ctx.user_id
+    except (ConfigError, ValueError) as exc:
+        _fail(str(exc))
+        raise  # unreachable: _fail exits
+
+
+def _show(records: list[MemoryRecord], as_json: bool) -> None:
+    if as_json:
+        typer.echo(json.dumps(records, ensure_ascii=False, indent=2))
+        return
+    if not records:
+        out.print("[dim]no memories[/dim]")
+        return
+    table = Table("id", "type", "content", "updated", "expires")
+    for m in records:
+        table.add_row(
+            m.get("id", ""),
+            m.get("memory_type", ""),
+            escape(m.get("content", "")),
+            (m.get("updated_at") or "")[:19],
+            (m.get("expires_at") or "")[:19],
+        )
+    out.print(table)
+
+
+def _report(entry: AuditEntry, as_json: bool, done: str) -> None:
+    if entry.status == "rejected":
+        if as_json:
+            typer.echo(json.dumps(entry.as_dict(), ensure_ascii=False, indent=2))
+        _fail(f"{entry.action} rejected (rule {entry.rule}): {entry.reason}")
+    if as_json:
+        typer.echo(json.dumps(entry.as_dict(), ensure_ascii=False, indent=2))
+        return
+    note = " (already remembered)" if entry.status == "unchanged" else ""
+    out.print(f"{done} {entry.memory_id}{note}")
+
+
+@memories.command("list")
+def list_memories(
+    user: str | None = UserOption,
+    include_expired: bool = typer.Option(False, "--all", help="Include expired memories."),
+    limit: int = typer.Option(100, "--limit", "-n", min=1),
+    as_json: bool = JsonOption,
+) -> None:
+    """This user's memories, newest first."""
+    store, user_id = _open(user)
+    _show(store.list(user_id, include_expired=include_expired, limit=limit), as_json)
+
+
+@memories.command("search")
+def search_memories(
+    query: str = typer.Argument(..., help="What to look for."),
+    user: str | None = UserOption,
+    k: int = typer.Option(5, "--k", "-k", min=1, max=100),
+    as_json: bool = JsonOption,
+) -> None:
+    """This user's memories most relevant to QUERY (the same hybrid recall the agent uses)."""
+    if not query.strip():
+        _fail("the query is empty", 2)
+    store, user_id = _open(user)
+    _show(store.search(user_id, query, k), as_json)
+
+
+@memories.command("add")
+def add_memory(
+    content: str = typer.Argument(..., help="One sentence about the user."),
+    memory_type: str = typer.Option("semantic", "--type", "-t", help=" | ".join(MEMORY_TYPES)),
+    user: str | None = UserOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Add a memory (a duplicate of an existing one is not added twice)."""
+    store, user_id = _open(user)
+    _report(store.manage(user_id, "ADD", content=content, memory_type=memory_type), as_json, "added")
+
+
+@memories.command("edit")
+def edit_memory(
+    memory_id: str = typer.Argument(..., help="The memory's id (see `memories list`)."),
+    content: str = typer.Argument(..., help="The corrected content."),
+    user: str | None = UserOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Correct a memory's content (its type stays)."""
+    store, user_id = _open(user)
+    _report(store.manage(user_id, "UPDATE", content=content, memory_id=memory_id), as_json, "updated")
+
+
+@memories.command("delete")
+def delete_memory(
+    memory_id: str = typer.Argument(..., help="The memory's id (see `memories list`)."),
+    user: str | None = UserOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Delete a memory for good."""
+    store, user_id = _open(user)
+    _report(store.manage(user_id, "DELETE", memory_id=memory_id), as_json, "deleted")
+
+
+@memories.command("audit")
+def audit_history(
+    user: str | None = UserOption,
+    status: str | None = typer.Option(None, "--status", help="applied | unchanged | rejected"),
+    limit: int = typer.Option(50, "--limit", "-n", min=1),
+    as_json: bool = JsonOption,
+) -> None:
+    """What changed in this user's memories and what was refused (with the rule), newest first."""
+    store, user_id = _open(user)
+    entries = store.audit.list(user_id=user_id, status=status, limit=limit)
+    if as_json:
+        typer.echo(json.dumps([e.as_dict() for e in entries], ensure_ascii=False, indent=2))
+        return
+    table = Table("time", "source", "action", "status", "memory", "old → new / reason")
+    for e in entries:
+        detail: Any = e.reason if e.status == "rejected" else f"{e.old_content or ''} → {e.new_content or ''}"
+        if e.rule:
+            detail = f"rule {e.rule}: {detail}"
+        table.add_row(e.created_at[:19], e.source, e.action, e.status, e.memory_id or "", escape(str(detail)))
+    out.print(table)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``memories`` command group to the main CLI."""
+    app.add_typer(memories, name="memories")

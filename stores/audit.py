@@ -1,0 +1,129 @@
+"""The memory audit history (SPEC §8): SQLite under the data dir, or Postgres when a URL is given.
+
+Every change to a long-term memory (old and new content, action, user, thread, time, where it came
+from) and every rejected proposal with the rule that rejected it. Append-only: nothing here is ever
+updated, so the history can be trusted when a user asks "why do you think that about me?". Content is
+redacted by the caller before it gets here: secrets must not reach the audit log either.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from dataclasses import dataclass, field, fields
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+STATUSES = ("applied", "unchanged", "rejected")
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS memory_audit (
+    id {serial} PRIMARY KEY,
+    created_at TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    thread_id TEXT,
+    source TEXT NOT NULL,
+    action TEXT NOT NULL,
+    status TEXT NOT NULL,
+    memory_id TEXT,
+    memory_type TEXT,
+    old_content TEXT,
+    new_content TEXT,
+    rule INTEGER,
+    reason TEXT,
+    confidence REAL
+)
+"""
+INDEX = "CREATE INDEX IF NOT EXISTS memory_audit_user ON memory_audit (user_id, id)"
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+@dataclass(frozen=True, kw_only=True)
+class AuditEntry:
+    """One row: ``status`` is applied, unchanged (a duplicate ADD) or rejected (with ``rule``)."""
+
+    user_id: str
+    action: str
+    status: str
+    thread_id: str | None = None
+    source: str = "extraction"  # extraction | tool | cli
+    memory_id: str | None = None
+    memory_type: str | None = None
+    old_content: str | None = None
+    new_content: str | None = None
+    rule: int | None = None
+    reason: str | None = None
+    confidence: float | None = None
+    created_at: str = field(default_factory=_now)
+    id: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+_COLUMNS = [f.name for f in fields(AuditEntry) if f.name != "id"]
+
+
+class AuditStore:
+    """``url`` = postgresql://… uses Postgres, else ``<data_dir>/audit.sqlite``; safe across threads."""
+
+    def __init__(self, data_dir: str | Path, url: str = "") -> None:
+        self._lock = threading.Lock()
+        self._postgres = url.startswith(("postgres://", "postgresql://"))
+        if self._postgres:
+            import psycopg
+
+            self._conn: Any = psycopg.connect(url, autocommit=True)
+            self._conn.execute(SCHEMA.format(serial="BIGSERIAL"))
+            self._mark = "%s"
+        else:
+            path = Path(data_dir) / "audit.sqlite"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute(SCHEMA.format(serial="INTEGER"))
+            self._mark = "?"
+        self._conn.execute(INDEX)
+
+    def record(self, entry: AuditEntry) -> int:
+        """Append one entry; returns its id."""
+        if entry.status not in STATUSES:
+            raise ValueError(f"audit status must be one of {', '.join(STATUSES)}, got {entry.status!r}")
+        row = tuple(getattr(entry, name) for name in _COLUMNS)
+        sql = (
+            f"INSERT INTO memory_audit ({', '.join(_COLUMNS)}) "
+            f"VALUES ({', '.join([self._mark] * len(_COLUMNS))})"
+        )
+        with self._lock:
+            if self._postgres:
+                return int(self._conn.execute(sql + " RETURNING id", row).fetchone()[0])
+            return int(self._conn.execute(sql, row).lastrowid)
+
+    def list(
+        self,
+        *,
+        user_id: str | None = None,
+        status: str | None = None,
+        memory_id: str | None = None,
+        limit: int = 100,
+    ) -> list[AuditEntry]:
+        """Newest first, filtered by user, status and memory."""
+        clauses, params = [], []
+        for column, value in (("user_id", user_id), ("status", status), ("memory_id", memory_id)):
+            if value is not None:
+                clauses.append(f"{column} = {self._mark}")
+                params.append(value)
+        sql = f"SELECT id, {', '.join(_COLUMNS)} FROM memory_audit"
+        if clauses:
+            sql += " WHERE " + " AND ".join(clauses)
+        sql += f" ORDER BY id DESC LIMIT {int(limit)}"
+        with self._lock:
+            rows = self._conn.execute(sql, tuple(params)).fetchall()
+        return [AuditEntry(id=row[0], **dict(zip(_COLUMNS, row[1:], strict=True))) for row in rows]
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()

@@ -1,0 +1,380 @@
+"""Long-term memories in a Chroma collection of their own (SPEC §8, seed 001 "长期记忆").
+
+Every read and write names the user at the storage layer: reads are a Chroma ``where`` on ``user_id``
+(never a filter applied after the fact), writes and deletes look the record up by ``user_id`` AND id and
+delete with both, under a per-user lock so one user's writes are serialised. Recall is hybrid: a vector
+ranking and a jieba keyword-overlap ranking (the seed's method) fused by RRF, ties to the newer record.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import logging
+import threading
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from chromadb.api import ClientAPI
+from langchain_core.messages import BaseMessage, HumanMessage
+
+from nodes.memory_rules import (
+    MAX_SNAPSHOT,
+    MEMORY_TYPES,
+    ExtractionRequest,
+    Extractor,
+    apply_operations,
+    normalise_content,
+)
+from stores.audit import AuditEntry, AuditStore
+from stores.base import MemoryRecord
+from stores.chroma import chroma_client, open_collection
+from stores.embeddings import Embedder
+from stores.fusion import rrf
+from stores.text import tokenize
+
+log = logging.getLogger("kb_agent.memory")
+COLLECTION = "memories"
+RECENT_USER_MESSAGES = 3  # the latest one is what the rules judge; earlier ones are context
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+@functools.lru_cache(maxsize=16384)
+def _terms(text: str) -> frozenset[str]:
+    return frozenset(tokenize(text))
+
+
+def _norm_key(content: str) -> str:
+    return hashlib.sha256(normalise_content(content).encode()).hexdigest()[:24]
+
+
+def recent_user_messages(messages: Sequence[BaseMessage], limit: int = RECENT_USER_MESSAGES) -> list[str]:
+    """The text of the last ``limit`` user messages: assistant and tool text is never a user fact."""
+    from nodes.models.tokens import message_text
+
+    texts = [message_text(m) for m in messages if isinstance(m, HumanMessage)]
+    return [t for t in texts if t.strip()][-limit:]
+
+
+class ChromaMemoryStore:
+    """The :class:`~stores.base.MemoryStore` of the application: storage, recall and validated updates.
+
+    ``extractor`` proposes operations from a turn (``nodes.memory_extraction``; the offline extractor when
+    None); ``ttl_days`` gives memory types an expiry (e.g. ``{"episodic": 30}``, seed 003 §4.2).
+    """
+
+    def __init__(
+        self,
+        data_dir: str | Path,
+        *,
+        embedder: Embedder,
+        chroma_url: str = "",
+        collection: str = COLLECTION,
+        audit: AuditStore | None = None,
+        database_url: str = "",
+        extractor: Extractor | None = None,
+        candidates: int = 50,
+        rrf_k: int = 60,
+        ttl_days: Mapping[str, float] | None = None,
+        clock: Callable[[], datetime] = utcnow,
+        client: ClientAPI | None = None,
+    ) -> None:
+        self.embedder = embedder
+        self._client = client if client is not None else chroma_client(data_dir, chroma_url)
+        self._collection = open_collection(self._client, collection, embedder, kind="memories")
+        self.audit = audit if audit is not None else AuditStore(data_dir, database_url)
+        self.extractor = extractor
+        self.candidates, self.rrf_k = candidates, rrf_k
+        self.ttl_days = dict(ttl_days or {})
+        self.clock = clock
+        self._locks: dict[str, threading.RLock] = {}
+        self._locks_guard = threading.Lock()
+
+    def lock(self, user_id: str) -> threading.RLock:
+        """The write lock of one user (re-entrant: a batch holds it while its writes take it again)."""
+        with self._locks_guard:
+            return self._locks.setdefault(user_id, threading.RLock())
+
+    # -- scoping ---------------------------------------------------------------------------------
+    @staticmethod
+    def _owned(user_id: str) -> dict[str, Any]:
+        if not isinstance(user_id, str) or not user_id:
+            raise ValueError("a memory operation needs a user id")
+        return {"user_id": user_id}
+
+    def _live(self, user_id: str) -> dict[str, Any]:
+        now = self.clock().timestamp()
+        alive = {"$or": [{"expires_ts": {"$eq": 0.0}}, {"expires_ts": {"$gt": now}}]}
+        return {"$and": [self._owned(user_id), alive]}
+
+    @staticmethod
+    def _record(memory_id: str, document: str | None, meta: Mapping[str, Any]) -> MemoryRecord:
+        return MemoryRecord(
+            id=memory_id,
+            user_id=str(meta.get("user_id")),
+            memory_type=str(meta.get("memory_type")),
+            content=document or "",
+            source_thread_id=str(meta.get("source_thread_id")) or None,
+            created_at=str(meta.get("created_at")),
+            updated_at=str(meta.get("updated_at")),
+            expires_at=str(meta.get("expires_at")) or None,
+        )
+
+    def _rows(self, **query: Any) -> list[tuple[MemoryRecord, float]]:
+        """(record, updated timestamp) for a Chroma ``get``."""
+        got = self._collection.get(include=["documents", "metadatas"], **query)
+        rows = []
+        for memory_id, document, meta in zip(
+            got["ids"], got["documents"] or [], got["metadatas"] or [], strict=True
+        ):
+            rows.append((self._record(memory_id, document, meta), float(meta.get("updated_ts", 0.0))))
+        return rows
+
+    def _metadata(self, record: MemoryRecord, updated: datetime, expires: datetime | None) -> dict[str, Any]:
+        return {
+            "user_id": record["user_id"],
+            "memory_type": record["memory_type"],
+            "norm": _norm_key(record["content"]),
+            "source_thread_id": record.get("source_thread_id") or "",
+            "created_at": record["created_at"],
+            "updated_at": updated.isoformat(),
+            "updated_ts": updated.timestamp(),
+            "expires_at": expires.isoformat() if expires else "",
+            "expires_ts": expires.timestamp() if expires else 0.0,
+        }
+
+    def _expiry(self, memory_type: str, now: datetime, expires_at: datetime | None = None) -> datetime | None:
+        if expires_at is not None:
+            return expires_at
+        days = self.ttl_days.get(memory_type)
+        return now + timedelta(days=days) if days else None
+
+    # -- reads -----------------------------------------------------------------------------------
+    def get(self, user_id: str, memory_id: str) -> MemoryRecord | None:
+        """This user's memory ``memory_id`` (expired ones included), or None — also for other users' ids."""
+        if not isinstance(memory_id, str) or not memory_id:
+            return None
+        rows = self._rows(ids=[memory_id], where=self._owned(user_id))
+        return rows[0][0] if rows else None
+
+    def list(
+        self, user_id: str, *, include_expired: bool = False, limit: int | None = None
+    ) -> list[MemoryRecord]:
+        """This user's memories, newest first."""
+        where = self._owned(user_id) if include_expired else self._live(user_id)
+        rows = sorted(self._rows(where=where), key=lambda row: (-row[1], row[0]["id"]))
+        return [record for record, _ in rows[:limit]]
+
+    def find_same(self, user_id: str, memory_type: str, content: str) -> MemoryRecord | None:
+        """The memory that (user, type, normalised content) already names (rule 5's unique key)."""
+        where = {"$and": [self._owned(user_id), {"memory_type": memory_type}, {"norm": _norm_key(content)}]}
+        rows = self._rows(where=where)
+        return rows[0][0] if rows else None
+
+    def recall(self, user_id: str, query: str, top_k: int = 5) -> list[MemoryRecord]:
+        """This user's live memories most relevant to ``query``: vector + keyword by RRF, ties to the newer."""
+        rows = self._rows(where=self._live(user_id))
+        if not rows or top_k <= 0:
+            return []
+        updated = {record["id"]: ts for record, ts in rows}
+        by_id = {record["id"]: record for record, _ in rows}
+        score: dict[str, float] = {}
+        if query.strip():
+            wanted = _terms(query)
+            overlap = {mid: len(wanted & _terms(r.get("content", ""))) for mid, r in by_id.items()}
+            keyword = sorted(
+                (m for m in overlap if overlap[m] > 0), key=lambda m: (-overlap[m], -updated[m], m)
+            )
+            found = self._collection.query(
+                query_embeddings=[self.embedder.embed_query(query).tolist()],
+                n_results=min(self.candidates, len(rows)),
+                where=self._live(user_id),
+                include=["distances"],
+            )
+            vector = [m for m in found["ids"][0] if m in by_id]
+            score = {m: s for m, s, _ in rrf({"vector": vector, "keyword": keyword}, k=self.rrf_k)}
+        order = sorted(by_id, key=lambda m: (-round(score.get(m, 0.0), 12), -updated[m], m))
+        return [by_id[m] for m in order[:top_k]]
+
+    def search(self, user_id: str, query: str, top_k: int = 10) -> list[MemoryRecord]:
+        return self.recall(user_id, query, top_k)
+
+    def snapshot(self, user_id: str, query: str, limit: int = MAX_SNAPSHOT) -> list[MemoryRecord]:
+        """The existing memories shown to the extraction model: all, or the ``limit`` most relevant."""
+        memories = self.list(user_id)
+        return memories if len(memories) <= limit else self.recall(user_id, query, limit)
+
+    # -- writes (each scoped by user id; callers of several hold ``lock(user_id)``) ---------------
+    def add(
+        self,
+        user_id: str,
+        memory_type: str,
+        content: str,
+        *,
+        thread_id: str | None = None,
+        expires_at: datetime | None = None,
+    ) -> tuple[MemoryRecord, bool]:
+        """Upsert on (user, type, normalised content): (the record, whether it is new)."""
+        if memory_type not in MEMORY_TYPES:
+            raise ValueError(f"memory type must be one of {', '.join(MEMORY_TYPES)}, got {memory_type!r}")
+        content = content.strip()
+        with self.lock(user_id):
+            now = self.clock()
+            expires = self._expiry(memory_type, now, expires_at)
+            same = self.find_same(user_id, memory_type, content)
+            if same is not None:  # already remembered: refresh its time (and expiry), keep one record
+                self._collection.update(ids=[same["id"]], metadatas=[self._metadata(same, now, expires)])
+                return self.get(user_id, same["id"]) or same, False
+            record = MemoryRecord(
+                id=f"mem_{uuid.uuid4().hex[:20]}",
+                user_id=user_id,
+                memory_type=memory_type,
+                content=content,
+                source_thread_id=thread_id,
+                created_at=now.isoformat(),
+            )
+            vector = self.embedder.embed_documents([content])[0].tolist()
+            self._collection.add(
+                ids=[record["id"]],
+                documents=[content],
+                embeddings=[vector],
+                metadatas=[self._metadata(record, now, expires)],
+            )
+            return self.get(user_id, record["id"]) or record, True
+
+    def update(self, user_id: str, memory_id: str, content: str) -> tuple[MemoryRecord, MemoryRecord] | None:
+        """Replace the content of this user's memory: (old, new), or None when it is not this user's."""
+        content = content.strip()
+        with self.lock(user_id):
+            old = self.get(user_id, memory_id)
+            if old is None:
+                return None
+            now = self.clock()
+            new = MemoryRecord(**{**old, "content": content})
+            expires = self._expiry(old["memory_type"], now)
+            vector = self.embedder.embed_documents([content])[0].tolist()
+            self._collection.update(
+                ids=[memory_id],
+                documents=[content],
+                embeddings=[vector],
+                metadatas=[self._metadata(new, now, expires)],
+            )
+            return old, self.get(user_id, memory_id) or new
+
+    def delete(self, user_id: str, memory_id: str) -> MemoryRecord | None:
+        """Delete this user's memory (Chroma ``delete`` with the id AND ``where`` user_id); None if absent."""
+        with self.lock(user_id):
+            old = self.get(user_id, memory_id)
+            if old is None:
+                return None
+            self._collection.delete(ids=[memory_id], where=self._owned(user_id))
+            return old
+
+    def purge_expired(self, user_id: str) -> int:
+        """Delete this user's expired memories (recall already ignores them); returns how many."""
+        now = self.clock().timestamp()
+        where = {"$and": [self._owned(user_id), {"expires_ts": {"$gt": 0.0}}, {"expires_ts": {"$lte": now}}]}
+        with self.lock(user_id):
+            ids = self._collection.get(where=where, include=[])["ids"]
+            if ids:
+                self._collection.delete(ids=ids, where=self._owned(user_id))
+        return len(ids)
+
+    # -- validated changes -------------------------------------------------------------------------
+    def apply(
+        self,
+        raw: str | Mapping[str, Any] | None,
+        *,
+        user_id: str,
+        thread_id: str | None,
+        latest_user_message: str,
+        snapshot: Sequence[MemoryRecord],
+        source: str = "extraction",
+        explicit_request: bool = False,
+    ) -> list[AuditEntry]:
+        """Proposals through the seven rules under this user's lock; the audit entries they produced."""
+        with self.lock(user_id):
+            return apply_operations(
+                raw,
+                writer=self,
+                audit=self.audit,
+                user_id=user_id,
+                thread_id=thread_id,
+                latest_user_message=latest_user_message,
+                snapshot=snapshot,
+                source=source,
+                explicit_request=explicit_request,
+            )
+
+    def manage(
+        self,
+        user_id: str,
+        action: str,
+        *,
+        content: str | None = None,
+        memory_type: str | None = None,
+        memory_id: str | None = None,
+        thread_id: str | None = None,
+        source: str = "cli",
+        latest_user_message: str = "",
+        explicit_request: bool = True,
+    ) -> AuditEntry:
+        """One change asked for outside extraction: same rules, same audit.
+
+        From the CLI or a chat command the command itself is the user's explicit request; a tool passes
+        ``explicit_request=False`` and the user's latest message, so rule 3 still wants a forget intent.
+        """
+        target = self.get(user_id, memory_id) if memory_id else None
+        if action == "UPDATE" and memory_type is None:  # corrections keep the type; rule 6 judges the target
+            memory_type = target.get("memory_type") if target is not None else MEMORY_TYPES[0]
+        operation = {
+            "action": action,
+            "type": memory_type,
+            "content": content,
+            "target_id": memory_id,
+            "confidence": 1.0,
+        }
+        entries = self.apply(
+            {"operations": [operation]},
+            user_id=user_id,
+            thread_id=thread_id,
+            latest_user_message=latest_user_message,
+            snapshot=[target] if target is not None else [],
+            source=source,
+            explicit_request=explicit_request,
+        )
+        return entries[0]
+
+    def update_from_turn(self, user_id: str, thread_id: str | None, messages: Sequence[BaseMessage]) -> int:
+        """Extract from the recent user messages, validate, apply; returns the changes applied.
+
+        The extraction call runs without the lock (it may be slow); the rules and writes run under it.
+        Extractor errors propagate to the caller, which logs them (the answer is already saved).
+        """
+        texts = recent_user_messages(messages)
+        if not texts:
+            return 0
+        latest = texts[-1]
+        snapshot = self.snapshot(user_id, latest)
+        extractor = self.extractor
+        if extractor is None:
+            from nodes.memory_extraction import OfflineExtractor
+
+            extractor = self.extractor = OfflineExtractor()
+        request = ExtractionRequest(user_id, latest, tuple(texts[:-1]), tuple(snapshot))
+        raw = extractor(request)
+        entries = self.apply(
+            raw, user_id=user_id, thread_id=thread_id, latest_user_message=latest, snapshot=snapshot
+        )
+        applied = sum(entry.status == "applied" for entry in entries)
+        rejected = sum(entry.status == "rejected" for entry in entries)
+        log.info(
+            "memory update user=%s thread=%s applied=%d rejected=%d", user_id, thread_id, applied, rejected
+        )
+        return applied

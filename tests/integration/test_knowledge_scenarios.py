@@ -1,0 +1,120 @@
+"""Seed 003's integration scenarios through the whole graph with the offline model and a real KB."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from typer.testing import CliRunner
+
+from graph import build_graph
+from graph.cli import app
+from graph.context import Context
+from nodes.services import feedback_store, open_knowledge_base
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "rag"
+
+
+@pytest.fixture
+def kb_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    monkeypatch.setenv("KB_AGENT_HOME", str(home))
+    monkeypatch.setenv("KB_AGENT_EMBEDDER", "hashing")
+    docs = tmp_path / "docs"
+    shutil.copytree(FIXTURES, docs)
+    report = open_knowledge_base(Context(), create=True).ingest([docs])
+    assert sorted(report.added) == ["agents.md", "rag.md", "salary.md"]
+    return home
+
+
+def _ask(graph, config: dict, question: str, **ctx: str) -> dict:
+    return graph.invoke({"messages": [HumanMessage(question)]}, config, context=Context(**ctx))
+
+
+def _tools_called(messages: list) -> list[str]:
+    start = max(i for i, m in enumerate(messages) if isinstance(m, HumanMessage))
+    return [c["name"] for m in messages[start:] if isinstance(m, AIMessage) for c in m.tool_calls]
+
+
+def test_how_many_documents_calls_knowledge_stats(kb_home: Path) -> None:
+    result = _ask(build_graph(), {}, "知识库里有多少文档？")
+    assert _tools_called(result["messages"]) == ["knowledge_stats"]
+    assert "3 篇文档" in result["messages"][-1].content
+
+
+def test_search_then_summarise_then_feedback(kb_home: Path) -> None:
+    graph = build_graph(InMemorySaver())
+    config = {"configurable": {"thread_id": "rag", "user_id": "alice"}}
+    result = _ask(graph, config, "搜一下知识库里有没有 RAG 相关文档，有的话整理成摘要")
+    assert _tools_called(result["messages"]) == ["search_knowledge", "generate_summary"]
+    search = next(
+        m for m in result["messages"] if isinstance(m, ToolMessage) and m.name == "search_knowledge"
+    )
+    assert json.loads(search.content)["passages"][0]["id"].startswith("rag.md#")
+    summary = result["messages"][-1].content
+    assert "[rag.md#" in summary and "RAG" in summary
+    answer = summary
+
+    result = _ask(graph, config, "刚才那个回答不太准确")
+    assert _tools_called(result["messages"]) == ["submit_feedback"]
+    row = feedback_store(Context()).list(user_id="alice")[0]
+    assert (row.rating, row.thread_id, row.answer) == ("bad", "rag", answer)
+
+
+def test_knowledge_question_is_answered_with_a_citation(kb_home: Path) -> None:
+    result = _ask(build_graph(), {}, "混合检索用什么方法合并两路结果？")
+    assert result["passages"] and result["passages"][0]["id"].startswith("rag.md#")
+    assert "RRF" in result["messages"][-1].content and "[rag.md#" in result["messages"][-1].content
+
+
+def test_small_talk_retrieves_nothing(kb_home: Path) -> None:
+    assert _ask(build_graph(), {}, "你好")["passages"] == []
+
+
+def test_a_user_outside_the_groups_never_sees_the_document(kb_home: Path) -> None:
+    question = "高级工程师的年薪范围是多少？"
+    outsider = _ask(build_graph(), {}, question, user_id="bob")
+    assert all(not p["id"].startswith("salary.md") for p in outsider["passages"])
+    assert "60 万" not in outsider["messages"][-1].content
+    insider = _ask(build_graph(), {}, question, user_id="carol", groups="hr")
+    assert insider["passages"][0]["id"].startswith("salary.md#")
+    assert "60 万到 90 万" in insider["messages"][-1].content
+
+    tool_run = _ask(build_graph(), {}, "搜一下知识库里有没有薪资相关文档，有的话整理成摘要", user_id="bob")
+    contents = " ".join(m.content for m in tool_run["messages"] if isinstance(m, ToolMessage | AIMessage))
+    assert "salary.md" not in contents and "60 万" not in contents
+
+    runner = CliRunner()
+    hidden = runner.invoke(app, ["search", "年薪范围", "--json", "--user", "bob"])
+    assert all(not hit["id"].startswith("salary.md") for hit in json.loads(hidden.stdout))
+    shown = runner.invoke(app, ["search", "年薪范围", "--json", "--groups", "hr"])
+    assert json.loads(shown.stdout)[0]["id"].startswith("salary.md#")
+
+
+def test_cli_ingest_stats_and_bad_inputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KB_AGENT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("KB_AGENT_EMBEDDER", "hashing")
+    docs = tmp_path / "docs"
+    shutil.copytree(FIXTURES, docs)
+    (docs / "empty.txt").write_text("")
+    (docs / "binary.txt").write_bytes(b"\x00\x01\x02" * 100)
+    runner = CliRunner()
+    first = json.loads(runner.invoke(app, ["ingest", str(docs), "--json"]).stdout)
+    assert len(first["added"]) == 3 and {s["source"].rsplit("/", 1)[-1] for s in first["skipped"]} == {
+        "empty.txt",
+        "binary.txt",
+    }
+    again = json.loads(runner.invoke(app, ["ingest", str(docs), "--json"]).stdout)
+    assert again["chunks_written"] == 0 and len(again["unchanged"]) == 3
+    (docs / "agents.md").unlink()
+    pruned = json.loads(runner.invoke(app, ["ingest", str(docs), "--prune", "--json"]).stdout)
+    assert pruned["removed"] == ["agents.md"]
+    stats = json.loads(runner.invoke(app, ["stats", "--json"]).stdout)
+    assert stats["documents"] == 2 and stats["embedder"] == "hashing"
+    assert runner.invoke(app, ["search", "x", "--mode", "fuzzy"]).exit_code == 2
+    assert runner.invoke(app, ["search", "  "]).exit_code == 2
+    assert runner.invoke(app, ["ingest", str(tmp_path / "missing")]).exit_code == 2

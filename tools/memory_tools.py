@@ -1,0 +1,155 @@
+"""Tools the model may call when the user asks: ``remember``, ``forget``, ``search_memories``.
+
+The user is always the run's (``ToolContext.user_id``), never an argument the model supplies, and every
+change goes through the same seven rules and audit history as extraction (source "tool"). ``forget``
+additionally needs the user's latest message to ask for it: text the model read in a document cannot
+make it delete someone's memories.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from langchain_core.messages import HumanMessage
+
+from nodes.memory_rules import MAX_CHARS, MEMORY_TYPES, has_forget_intent
+from stores.memory import ChromaMemoryStore
+from tools.registry import ToolContext, ToolError, ToolSpec
+
+StoreFor = Callable[[Any], ChromaMemoryStore]  # the run's settings (graph Context) -> its memory store
+
+
+def _default_store(settings: Any) -> ChromaMemoryStore:
+    from graph.context import Context
+    from nodes.memory_extraction import memory_store
+
+    return memory_store(settings if isinstance(settings, Context) else Context())
+
+
+def _latest_user_message(history: tuple[Any, ...]) -> str:
+    from nodes.models.tokens import message_text
+
+    for message in reversed(history):
+        if isinstance(message, HumanMessage):
+            return message_text(message)
+    return ""
+
+
+def _view(record: Any) -> dict[str, Any]:
+    return {k: record.get(k) for k in ("id", "memory_type", "content", "updated_at")}
+
+
+def memory_tools(store_for: StoreFor | None = None) -> list[ToolSpec]:
+    """The memory tool specs; ``store_for`` maps the run's settings to its store (default: the data dir's)."""
+    resolve = store_for or _default_store
+
+    def remember(content: str, memory_type: str = "semantic", *, tool_context: ToolContext) -> str:
+        store = resolve(tool_context.settings)
+        entry = store.manage(
+            tool_context.user_id,
+            "ADD",
+            content=content,
+            memory_type=memory_type,
+            thread_id=tool_context.thread_id,
+            source="tool",
+            latest_user_message=_latest_user_message(tool_context.history),
+            explicit_request=False,
+        )
+        if entry.status == "rejected":
+            raise ToolError(f"not remembered (rule {entry.rule}): {entry.reason}")
+        result = {"remembered": True, "id": entry.memory_id, "memory_type": entry.memory_type}
+        if entry.status == "unchanged":
+            result["note"] = "this was already remembered"
+        return json.dumps(result, ensure_ascii=False)
+
+    def forget(memory_id: str, *, tool_context: ToolContext) -> str:
+        latest = _latest_user_message(tool_context.history)
+        if not has_forget_intent(latest):
+            raise ToolError("not forgotten: the user's latest message does not ask to forget anything")
+        store = resolve(tool_context.settings)
+        entry = store.manage(
+            tool_context.user_id,
+            "DELETE",
+            memory_id=memory_id,
+            thread_id=tool_context.thread_id,
+            source="tool",
+            latest_user_message=latest,
+            explicit_request=False,
+        )
+        if entry.status != "applied":
+            raise ToolError(f"not forgotten: there is no memory {memory_id!r} of this user")
+        return json.dumps(
+            {"forgotten": True, "id": memory_id, "content": entry.old_content}, ensure_ascii=False
+        )
+
+    def search_memories(query: str = "", top_k: int = 5, *, tool_context: ToolContext) -> str:
+        store = resolve(tool_context.settings)
+        user = tool_context.user_id
+        found = store.search(user, query, top_k) if query.strip() else store.list(user, limit=top_k)
+        return json.dumps({"memories": [_view(m) for m in found]}, ensure_ascii=False)
+
+    return [
+        ToolSpec(
+            name="remember",
+            description=(
+                "Save a durable fact, preference or rule about the current user for future conversations. "
+                "Call it only when the user asks you to remember something or clearly states a lasting "
+                "preference. Write the content as one sentence about the user ('用户喜欢…' / 'The user "
+                "prefers …'). Never save passwords, keys, phone, ID-card or bank-card numbers."
+            ),
+            parameters={
+                "type": "object",
+                "properties": {
+                    "content": {"type": "string", "minLength": 1, "maxLength": MAX_CHARS * 4},
+                    "memory_type": {
+                        "type": "string",
+                        "enum": list(MEMORY_TYPES),
+                        "default": "semantic",
+                        "description": "semantic: a fact or preference; episodic: something that happened; "
+                        "procedural: how to answer or work for this user.",
+                    },
+                },
+                "required": ["content"],
+                "additionalProperties": False,
+            },
+            handler=remember,
+            timeout=30.0,
+            permissions=("memory:write",),
+        ),
+        ToolSpec(
+            name="forget",
+            description=(
+                "Delete one of the current user's memories by its id, only when the user asks you to "
+                "forget it. Find the id with search_memories first."
+            ),
+            parameters={
+                "type": "object",
+                "properties": {"memory_id": {"type": "string", "minLength": 1, "maxLength": 100}},
+                "required": ["memory_id"],
+                "additionalProperties": False,
+            },
+            handler=forget,
+            timeout=30.0,
+            permissions=("memory:write",),
+        ),
+        ToolSpec(
+            name="search_memories",
+            description=(
+                "List the current user's long-term memories (id, type, content) most relevant to a query, "
+                "or the newest ones when the query is empty."
+            ),
+            parameters={
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "default": ""},
+                    "top_k": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5},
+                },
+                "additionalProperties": False,
+            },
+            handler=search_memories,
+            timeout=30.0,
+            permissions=("memory:read",),
+        ),
+    ]
