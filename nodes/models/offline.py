@@ -16,7 +16,7 @@ from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGenerationChunk
 
-from nodes.models import intents, kb_intents
+from nodes.models import intents, kb_intents, memory_intents
 from nodes.models.local import LocalChatModel, openai_tools
 from nodes.models.tokens import count_message_tokens, estimate_tokens, has_cjk, message_text
 
@@ -91,7 +91,7 @@ class OfflineChatModel(LocalChatModel):
             return self._message("", tool_calls=calls, messages=messages)
         if executed:
             return self._message(self._compose(question, executed), messages=messages)
-        reply = kb_intents.knowledge_reply(question, messages, names)
+        reply = memory_intents.memory_reply(question) or kb_intents.knowledge_reply(question, messages, names)
         return self._message(reply or intents.capabilities_reply(question, names), messages=messages)
 
     @staticmethod
