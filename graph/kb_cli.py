@@ -18,6 +18,7 @@ from graph.context import Context
 from nodes.services import open_knowledge_base
 
 MODES = ("bm25", "vector", "hybrid")
+EVAL_CHUNK_TOKENS = 480
 out = Console()
 err = Console(stderr=True)
 
@@ -155,7 +156,10 @@ def _beir_index(folder: Path, ctx: Context) -> tuple[Any, list[Any], list[str], 
     embedder = get_embedder(
         ctx.embedder, base_url=ctx.embedding_base_url or ctx.base_url, api_key=ctx.api_key
     )
-    kb = KnowledgeBase(cache / "kb", embedder=embedder, candidates=ctx.candidates, rrf_k=ctx.rrf_k)
+    # Whole documents where they fit the e5 window (512 tokens), as BEIR evaluations embed them.
+    kb = KnowledgeBase(
+        cache / "kb", embedder=embedder, candidates=ctx.candidates, rrf_k=ctx.rrf_k, chunk_tokens=EVAL_CHUNK_TOKENS
+    )
     kb.ingest([docs])
     id_map = {p.name.removesuffix(".id"): p.read_text(encoding="utf-8") for p in docs.glob("*.id")}
     return kb, queries, problems, id_map

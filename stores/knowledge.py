@@ -123,10 +123,13 @@ class KnowledgeBase:
         null_margin: float | None = None,
         vector_weight: float = 1.0,
         bm25_weight: float = 1.0,
+        chunk_tokens: int = 320,
     ) -> None:
         """``min_vector_score`` and ``null_margin`` default per embedder (``MIN_VECTOR_SCORE``,
         ``NULL_MARGIN``); pass ``-1.0`` and ``float("-inf")`` respectively to switch them off."""
         from stores.bm25_index import BM25Index
+
+        self.chunk_tokens = chunk_tokens
 
         self.data_dir = Path(directory)
         self.kb_dir = self.data_dir / collection
@@ -255,7 +258,7 @@ class KnowledgeBase:
         ids: list[str] = []
         hashes: list[str] = []
         written = 0
-        chunks = chunk_document(doc, groups)
+        chunks = chunk_document(doc, groups, max_tokens=self.chunk_tokens)
         try:  # a streamed file or the embedder can fail mid-way: undo the chunks the file did not have
             while batch := list(islice(chunks, EMBED_BATCH)):
                 ids.extend(chunk.id for chunk in batch)
