@@ -52,6 +52,22 @@ def bm25_only(folder: Path, k: int) -> dict[str, Any]:
     return evaluate_modes(lambda mode, text, limit: index.search(text, limit, None), queries, ["bm25"], k)
 
 
+class CachedQueries:
+    """The index's embedder, remembering query vectors: every variant asks the same queries."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.name, self.dim = inner, inner.name, inner.dim
+        self._cache: dict[str, Any] = {}
+
+    def embed_documents(self, texts: Any) -> Any:
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> Any:
+        if text not in self._cache:
+            self._cache[text] = self.inner.embed_query(text)
+        return self._cache[text]
+
+
 def full(folder: Path, k: int, ctx: Context) -> dict[str, Any]:
     started = time.perf_counter()
     kb, queries, _problems, id_map = _beir_index(folder, ctx)

@@ -5,7 +5,9 @@
         print(answer.text)
 
 ``graph.invoke`` on ``build_graph(checkpointer=...)`` works too; this wraps it with the defaults a user
-expects (SQLite under ``KB_AGENT_HOME``, user id in the config, a typed answer, thread helpers).
+expects (SQLite under ``KB_AGENT_HOME``, user id in the config, a typed answer, thread helpers). Threads
+belong to the user who opened them (``stores.threads``): another user's thread id raises
+:class:`ThreadOwnershipError` before anything is read or written.
 """
 
 from __future__ import annotations
@@ -26,8 +28,12 @@ from graph.builder import build_graph
 from graph.context import Context
 from nodes.memory_extraction import BackgroundMemoryUpdater, open_memory
 from nodes.models.tokens import message_text
+from nodes.summarize import full_history
 from nodes.turn import last_human_index
-from stores.checkpoint import ThreadInfo, list_threads, open_checkpointer
+from stores.checkpoint import open_checkpointer
+from stores.threads import ThreadInfo, ThreadOwnershipError, ThreadRegistry
+
+__all__ = ["Agent", "Answer", "EmptyQuestionError", "ThreadInfo", "ThreadOwnershipError", "open_agent"]
 
 
 class EmptyQuestionError(ValueError):
@@ -91,11 +97,15 @@ class Agent:
         checkpointer: BaseCheckpointSaver,
         context: Context,
         memory: BackgroundMemoryUpdater | None = None,
+        threads: ThreadRegistry | None = None,
     ) -> None:
         self.graph = graph
         self.checkpointer = checkpointer
         self.context = context
         self.memory = memory  # long-term memory; None when switched off
+        self.registry = (
+            threads if threads is not None else ThreadRegistry(context.data_dir, context.checkpoint_url)
+        )
 
     def _run_args(self, thread_id: str, user_id: str | None) -> tuple[dict[str, Any], Context]:
         ctx = self.context if user_id is None else dataclasses.replace(self.context, user_id=user_id)
@@ -114,25 +124,49 @@ class Agent:
         if not question or not question.strip():
             raise EmptyQuestionError("the question is empty: type what you want to ask")
         config, ctx = self._run_args(thread_id, user_id)
+        self.registry.claim(thread_id, ctx.user_id, title=question)
         payload = {"messages": [HumanMessage(question)]}
-        for mode, chunk in self.graph.stream(payload, config, context=ctx, stream_mode=["custom", "values"]):
-            if mode == "custom" and on_event is not None:
-                on_event(chunk)
+        try:
+            for mode, chunk in self.graph.stream(
+                payload, config, context=ctx, stream_mode=["custom", "values"]
+            ):
+                if mode == "custom" and on_event is not None:
+                    on_event(chunk)
+        finally:
+            self.registry.touch(thread_id)
         values = self.graph.get_state(config).values
         return turn_answer(values.get("messages", []), thread_id, ctx.user_id, values.get("stop_reason"))
 
-    def history(self, thread_id: str) -> list[AnyMessage]:
-        """Every message of the thread (the summary never hides them from here)."""
-        return list(
-            self.graph.get_state({"configurable": {"thread_id": thread_id}}).values.get("messages", [])
-        )
+    def _owned(self, thread_id: str, user_id: str | None) -> dict[str, Any]:
+        self.registry.check(thread_id, user_id or self.context.user_id)
+        return {"configurable": {"thread_id": thread_id}}
 
-    def threads(self) -> list[ThreadInfo]:
-        return list_threads(self.checkpointer)
+    def history(
+        self, thread_id: str, *, user_id: str | None = None, include_folded: bool = False
+    ) -> list[AnyMessage]:
+        """The thread's messages as the model sees them (after folding), or every one it ever held."""
+        config = self._owned(thread_id, user_id)
+        if include_folded:
+            return full_history(self.graph, config)
+        return list(self.graph.get_state(config).values.get("messages", []))
 
-    def clear(self, thread_id: str) -> None:
-        """Forget a thread's messages and state."""
+    def summary(self, thread_id: str, *, user_id: str | None = None) -> str:
+        """The running summary of the thread's folded rounds ("" while nothing was folded)."""
+        return str(self.graph.get_state(self._owned(thread_id, user_id)).values.get("summary", ""))
+
+    def threads(self, user_id: str | None = None) -> list[ThreadInfo]:
+        """This user's threads, most recently active first."""
+        return self.registry.list(user_id or self.context.user_id)
+
+    def new_thread(self) -> str:
+        """A fresh thread id (it becomes the user's on its first question)."""
+        return f"t-{uuid.uuid4().hex[:12]}"
+
+    def clear(self, thread_id: str, *, user_id: str | None = None) -> None:
+        """Forget a thread's messages, state and registry entry (only its owner may)."""
+        self._owned(thread_id, user_id)
         self.checkpointer.delete_thread(thread_id)
+        self.registry.delete(thread_id, user_id or self.context.user_id)
 
     def memories(self, user_id: str | None = None) -> list[dict[str, Any]]:
         """This user's long-term memories, newest first (after pending updates are applied)."""
@@ -157,13 +191,17 @@ def open_agent(context: Context | None = None, **build_kwargs: Any) -> Iterator[
     if "memory" not in build_kwargs and ctx.long_term_memory:
         build_kwargs["memory"] = open_memory(ctx)
     memory = build_kwargs.get("memory")
-    with open_checkpointer(ctx.data_dir, ctx.checkpoint_url) as saver:
+    with (
+        open_checkpointer(ctx.data_dir, ctx.checkpoint_url) as saver,
+        ThreadRegistry(ctx.data_dir, ctx.checkpoint_url) as threads,
+    ):
         try:
             yield Agent(
                 build_graph(checkpointer=saver, **build_kwargs),
                 saver,
                 ctx,
                 memory if isinstance(memory, BackgroundMemoryUpdater) else None,
+                threads,
             )
         finally:
             if isinstance(memory, BackgroundMemoryUpdater) and not memory.drain(10):

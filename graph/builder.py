@@ -1,9 +1,10 @@
 """The agent's wiring — read it top to bottom as the picture of the agent (SPEC §3).
 
-    load_memory → retrieve → agent ⇄ tools → update_memory
+    load_memory → retrieve → summarize → agent ⇄ tools → update_memory
 
-After ``agent``: tool calls go to ``tools``, an answer to ``update_memory``. After ``tools``: back to
-``agent`` unless the budget is spent. ``graph`` at the bottom is compiled without a checkpointer, for the
+``summarize`` runs before every model round: over the history budget, it folds the oldest whole rounds
+into the running summary (SPEC §7). After ``agent``: tool calls go to ``tools``, an answer to
+``update_memory``. After ``tools``: back to ``summarize`` → ``agent`` unless the budget is spent. ``graph`` at the bottom is compiled without a checkpointer, for the
 LangGraph server, which brings its own; Python and CLI callers use ``build_graph(checkpointer=...)``.
 """
 
@@ -26,6 +27,7 @@ from nodes.load_memory import make_load_memory
 from nodes.memory_extraction import RunMemory
 from nodes.retrieve import KnowledgeSource, make_retrieve
 from nodes.services import knowledge_services, open_knowledge_base
+from nodes.summarize import make_summarize
 from nodes.update_memory import make_update_memory
 from stores.base import MemoryStore
 from tools.builtin import builtin_registry
@@ -41,8 +43,8 @@ def route_after_agent(state: State) -> Literal["tools", "update_memory"]:
     return "update_memory"
 
 
-def route_after_tools(state: State) -> Literal["agent", "update_memory"]:
-    return "update_memory" if state.stop_reason else "agent"
+def route_after_tools(state: State) -> Literal["summarize", "update_memory"]:
+    return "update_memory" if state.stop_reason else "summarize"
 
 
 def default_registry() -> ToolRegistry:
@@ -72,15 +74,17 @@ def build_builder(
     builder = StateGraph(State, input_schema=InputState, context_schema=Context)
     builder.add_node("load_memory", make_load_memory(memory))
     builder.add_node("retrieve", make_retrieve(knowledge, model))
+    builder.add_node("summarize", make_summarize(registry, model))
     builder.add_node("agent", make_agent(registry, model))
     builder.add_node("tools", make_tools(registry))
     builder.add_node("update_memory", make_update_memory(memory))
 
     builder.add_edge(START, "load_memory")
     builder.add_edge("load_memory", "retrieve")
-    builder.add_edge("retrieve", "agent")
+    builder.add_edge("retrieve", "summarize")
+    builder.add_edge("summarize", "agent")
     builder.add_conditional_edges("agent", route_after_agent, ["tools", "update_memory"])
-    builder.add_conditional_edges("tools", route_after_tools, ["agent", "update_memory"])
+    builder.add_conditional_edges("tools", route_after_tools, ["summarize", "update_memory"])
     builder.add_edge("update_memory", END)
     return builder
 

@@ -22,6 +22,7 @@ from graph.context import ConfigError, Context, env_table
 from nodes.models.errors import ModelError
 from nodes.models.tokens import message_text
 from stores.checkpoint import CheckpointConfigError
+from stores.threads import ThreadOwnershipError
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, help="kb-agent: a knowledge-base agent on LangGraph."
@@ -29,7 +30,7 @@ app = typer.Typer(
 out = Console()
 err = Console(stderr=True)
 
-USER_ERRORS = (ModelError, ConfigError, CheckpointConfigError, EmptyQuestionError)
+USER_ERRORS = (ModelError, ConfigError, CheckpointConfigError, EmptyQuestionError, ThreadOwnershipError)
 
 
 def fail(message: str, code: int = 1) -> None:
@@ -99,35 +100,55 @@ def ask(
 
 
 CHAT_HELP = (
-    "/thread NAME  switch thread · /threads · /history · /reset  clear this thread · "
+    "/new · /thread NAME  switch thread · /threads · /history [--all] · /reset  clear this thread · "
     "/memories · /forget ID · /quit"
 )
 
 
+def _print_history(agent: Agent, thread: str, include_folded: bool) -> None:
+    """The thread as the model sees it (summary + recent rounds), or every message with ``--all``."""
+    summary = "" if include_folded else agent.summary(thread)
+    if summary:
+        out.print(f"[bold]summary[/bold]: {escape(summary)}")
+    for message in agent.history(thread, include_folded=include_folded):
+        text = message_text(message) or json.dumps(getattr(message, "tool_calls", []), ensure_ascii=False)
+        out.print(f"[bold]{message.type}[/bold]: {escape(text)}")
+
+
 def _chat_command(agent: Agent, line: str, state: dict[str, str]) -> bool:
-    """Handle a slash command; False means quit."""
+    """Handle a slash command; False means quit. Another user's thread is refused with one line."""
+    try:
+        return _run_command(agent, line, state)
+    except ThreadOwnershipError as exc:
+        err.print(f"[red]error:[/red] {escape(str(exc))}")
+        return True
+
+
+def _run_command(agent: Agent, line: str, state: dict[str, str]) -> bool:
     name, _, arg = line.partition(" ")
     if name in {"/quit", "/exit"}:
         return False
     if name == "/reset":
         agent.clear(state["thread"])
         out.print(f"[dim]thread {state['thread']} cleared[/dim]")
+    elif name == "/new":
+        state["thread"] = agent.new_thread()
+        out.print(f"[dim]new thread {state['thread']}[/dim]")
     elif name == "/thread":
         if not arg.strip():
             out.print(f"[dim]current thread: {state['thread']}[/dim]")
         else:
+            agent.registry.check(arg.strip(), agent.context.user_id)
             state["thread"] = arg.strip()
             out.print(f"[dim]switched to thread {state['thread']}[/dim]")
     elif name == "/threads":
-        table = Table("thread", "last activity", "checkpoints")
+        table = Table("thread", "title", "last activity")
         for info in agent.threads():
             mark = " *" if info.thread_id == state["thread"] else ""
-            table.add_row(info.thread_id + mark, info.last_activity, str(info.checkpoints))
+            table.add_row(info.thread_id + mark, escape(info.title), info.last_activity)
         out.print(table)
     elif name == "/history":
-        for message in agent.history(state["thread"]):
-            text = message_text(message) or json.dumps(getattr(message, "tool_calls", []), ensure_ascii=False)
-            out.print(f"[bold]{message.type}[/bold]: {escape(text)}")
+        _print_history(agent, state["thread"], include_folded=arg.strip() == "--all")
     elif name == "/memories":
         memories = agent.memories()
         if not memories:
@@ -175,12 +196,64 @@ def chat(
                     continue
                 try:
                     answer = agent.ask(line, thread_id=state["thread"], on_event=tool_status_printer(out))
-                except ModelError as exc:
+                except (ModelError, ThreadOwnershipError) as exc:
                     err.print(f"[red]error:[/red] {escape(str(exc))}")
                     continue
                 out.print(escape(answer.text))
     except USER_ERRORS as exc:
         fail(str(exc))
+
+
+threads_app = typer.Typer(no_args_is_help=True, help="Your threads: list them, show one, clear one.")
+app.add_typer(threads_app, name="threads")
+
+
+@threads_app.command("list")
+def threads_list(
+    user: str | None = typer.Option(None, "--user", "-u", help="Whose threads (default: KB_AGENT_USER_ID)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Your threads with their titles, most recently active first."""
+    try:
+        with open_agent(_context(user)) as agent:
+            rows = agent.threads()
+    except USER_ERRORS as exc:
+        fail(str(exc))
+    if as_json:
+        typer.echo(json.dumps([r.__dict__ for r in rows], ensure_ascii=False, indent=2))
+        return
+    table = Table("thread", "title", "created", "last activity")
+    for r in rows:
+        table.add_row(r.thread_id, escape(r.title), r.created_at, r.last_activity)
+    out.print(table)
+
+
+@threads_app.command("history")
+def threads_history(
+    thread: str = typer.Argument(..., help="The thread id."),
+    user: str | None = typer.Option(None, "--user", "-u", help="Who is asking."),
+    include_folded: bool = typer.Option(False, "--all", help="Every message, folded ones included."),
+) -> None:
+    """Show a thread: its summary and recent rounds, or every message with --all."""
+    try:
+        with open_agent(_context(user)) as agent:
+            _print_history(agent, thread, include_folded)
+    except USER_ERRORS as exc:
+        fail(str(exc))
+
+
+@threads_app.command("clear")
+def threads_clear(
+    thread: str = typer.Argument(..., help="The thread id."),
+    user: str | None = typer.Option(None, "--user", "-u", help="Who is asking."),
+) -> None:
+    """Delete one of your threads (its messages, summary and checkpoints)."""
+    try:
+        with open_agent(_context(user)) as agent:
+            agent.clear(thread)
+    except USER_ERRORS as exc:
+        fail(str(exc))
+    out.print(f"[dim]thread {thread} cleared[/dim]")
 
 
 @app.command("config")

@@ -87,6 +87,30 @@ class Context:
     context_window: int = field(
         default=0, metadata={"description": "Model context limit in tokens (0: a default per model family)."}
     )
+    reserved_answer_tokens: int = field(
+        default=0,
+        metadata={
+            "description": "Tokens of the context kept free for the answer (0: context window / 8, at most 4096)."
+        },
+    )
+    safety_margin_tokens: int = field(
+        default=0,
+        metadata={
+            "description": "Tokens left unused for estimation error (0: 5% of the context window, 64–4096)."
+        },
+    )
+    keep_recent_rounds: int = field(
+        default=3,
+        metadata={
+            "description": "Most recent rounds (a question and everything up to the next) kept verbatim."
+        },
+    )
+    summary_max_tokens: int = field(
+        default=0,
+        metadata={
+            "description": "Longest running summary of folded rounds (0: context window / 8, at most 1024)."
+        },
+    )
 
     max_rounds: int = field(
         default=10, metadata={"description": "Model calls per turn before the turn stops."}
@@ -192,6 +216,15 @@ class Context:
         ):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{ENV_PREFIX}{name.upper()} must be at least 1, got {getattr(self, name)}")
+        for name in (
+            "context_window",
+            "reserved_answer_tokens",
+            "safety_margin_tokens",
+            "keep_recent_rounds",
+            "summary_max_tokens",
+        ):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{ENV_PREFIX}{name.upper()} must be 0 or more, got {getattr(self, name)}")
         for name in ("max_seconds", "tool_timeout", "model_timeout"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{ENV_PREFIX}{name.upper()} must be positive, got {getattr(self, name)}")

@@ -6,13 +6,15 @@ Why this shape:
   ``(id, tokens, groups)``; every ``save()`` writes only what changed since the last one, in one SQLite
   transaction, so a crash leaves either the old or the new state and a one-chunk update costs one row.
   The bm25s score matrix lives in memory only and is rebuilt from the rows.
-* **Rebuilds are lazy.** Changes set a dirty flag; the first search afterwards rebuilds once, so an
-  ingest of 1,000 chunks costs one rebuild (and, inside ``batch()``, one save).
+* **Rebuilds are lazy.** Changes bump a counter; the first search afterwards rebuilds once, so an
+  ingest of 1,000 chunks costs one rebuild (and, inside ``batch()``, one save). ``warm()`` rebuilds
+  eagerly, for the end of an ingest.
 * **Permissions filter before ranking.** Disallowed chunks are multiplied by a zero weight mask before
   the top-k is taken, so a secret chunk can never take a slot from (or hint at the presence of) an
   allowed one. ``groups=None`` is the unfiltered admin/eval view; a chunk without groups is visible
   only there.
-* **Searches score without the lock.** A rebuild swaps in an immutable ``_Snapshot``.
+* **Searches score without the lock.** A rebuild works on copies, outside the state lock (writers never
+  wait for it), and swaps in a new ``_Snapshot``; concurrent searches wait for that one rebuild.
 
 Other processes writing the same directory are not seen until ``reload()`` (the manifest's generation
 counter says when). Stored tokens come from ``stores.text.tokenize``; when ``ANALYZER_VERSION`` changes,
@@ -104,7 +106,9 @@ class BM25Index:
         self.path = self.directory / INDEX_FILE
         self.rebuilds = 0  # how many times the score matrix was built (tests and diagnostics)
         self.needs_reindex = False
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # guards the in-memory state and the pending writes
+        self._build_lock = threading.Lock()
+        self._changes, self._built = 0, -1  # the snapshot is current when they are equal
         self._local = threading.local()  # per-thread batch depth
         with self._connect() as db:
             db.execute("PRAGMA journal_mode=WAL")
@@ -125,12 +129,7 @@ class BM25Index:
             stored = db.execute("SELECT value FROM meta WHERE key = 'analyzer'").fetchone()
             self.needs_reindex = stored is not None and stored[0] != ANALYZER_VERSION
             if self.needs_reindex:
-                log.warning(
-                    "BM25 index %s was built by analyzer %s, the code has %s: re-index",
-                    self.path,
-                    stored[0],
-                    ANALYZER_VERSION,
-                )
+                log.warning("%s: analyzer %s, code %s: re-index", self.path, stored[0], ANALYZER_VERSION)
             self._vocab: dict[str, int] = {}
             self._docs: dict[str, _Doc] = {}
             self._groupsets: dict[frozenset[str], frozenset[str]] = {}
@@ -138,7 +137,7 @@ class BM25Index:
             for chunk_id, tokens, groups in db.execute("SELECT id, tokens, groups FROM chunks"):
                 self._docs[chunk_id] = self._doc(tokens.split(), json.loads(groups))
             self._snapshot = _Snapshot()
-            self._dirty = True
+            self._changes += 1
 
     def _doc(self, terms: list[str], groups: Iterable[str]) -> _Doc:
         vocab = self._vocab
@@ -184,7 +183,7 @@ class BM25Index:
                     continue  # re-ingesting unchanged text costs no rebuild
                 self._docs[chunk_id] = doc
                 self._pending[chunk_id] = (" ".join(terms), json.dumps(sorted(groupset), ensure_ascii=False))
-                self._dirty = True
+                self._changes += 1
             self._autosave()
 
     def remove(self, chunk_ids: Iterable[str]) -> int:
@@ -198,7 +197,7 @@ class BM25Index:
                     self._pending[chunk_id] = None
                     removed += 1
             if removed:
-                self._dirty = True
+                self._changes += 1
                 self._autosave()
         return removed
 
@@ -250,27 +249,32 @@ class BM25Index:
         self._current()
 
     def _current(self) -> _Snapshot:
-        with self._lock:
-            if self._dirty:
-                self._snapshot = self._rebuild()
-                self._dirty = False
-            return self._snapshot
+        """A snapshot of the latest changes; rebuilt outside the state lock, so writers never wait."""
+        with self._build_lock:  # one rebuild at a time: concurrent searches wait for it, then share it
+            with self._lock:
+                if self._built == self._changes:
+                    return self._snapshot
+                # copies: later upserts add terms (vocabulary ids) this matrix has no column for
+                changes, docs, vocab = self._changes, dict(self._docs), dict(self._vocab)
+            snapshot = self._rebuild(docs, vocab)
+            with self._lock:
+                self._snapshot, self._built = snapshot, changes
+            return snapshot
 
-    def _rebuild(self) -> _Snapshot:
-        """A fresh snapshot of the current chunks (called under the lock)."""
+    def _rebuild(self, docs: dict[str, _Doc], vocab: dict[str, int]) -> _Snapshot:
+        """Score matrix and group rows for ``docs``, whose terms are ids in ``vocab`` (both copies)."""
         import bm25s  # imports scipy and numba: ~0.6 s, paid by the first search, not by every import
 
         self.rebuilds += 1
-        ids = sorted(self._docs)
-        corpus = [self._docs[chunk_id].terms for chunk_id in ids]
+        ids = sorted(docs)
+        corpus = [docs[chunk_id].terms for chunk_id in ids]
         rows: dict[str, list[int]] = {}
         for row, chunk_id in enumerate(ids):
-            for group in self._docs[chunk_id].groups:
+            for group in docs[chunk_id].groups:
                 rows.setdefault(group, []).append(row)
         members = {group: np.asarray(found, dtype=np.int64) for group, found in rows.items()}
         if not any(corpus):  # bm25s cannot index a corpus without a single term
             return _Snapshot(ids=ids, members=members)
-        vocab = dict(self._vocab)  # a copy: later upserts add terms this matrix has no column for
         model = bm25s.BM25()  # Lucene BM25, k1=1.5, b=0.75
         with _gc_paused():
             model.index((corpus, vocab), create_empty_token=False, show_progress=False)

@@ -9,6 +9,7 @@ import io
 import logging
 import os
 import re
+import threading
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -45,7 +46,10 @@ class Section:
 
 @dataclass(frozen=True)
 class LoadedDocument:
-    """A file ready to chunk; ``sections`` is a one-shot generator when the file is streamed."""
+    """A file ready to chunk; ``sections`` is a one-shot generator when the file is streamed.
+
+    ``encoding`` is the codec the text was decoded with ("binary" for PDFs).
+    """
 
     source: str
     title: str
@@ -366,18 +370,22 @@ class _HTMLSections(HTMLParser):
         self._flush()
 
 
+_PDF_LOCK = threading.Lock()
+
+
 @contextlib.contextmanager
 def _quiet_pypdf() -> Iterator[None]:
     """pypdf logs and warns about every oddity of real-world PDFs; a failed load is reported instead."""
     logger = logging.getLogger("pypdf")
-    level = logger.level
-    logger.setLevel(logging.CRITICAL)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            yield
-    finally:
-        logger.setLevel(level)
+    with _PDF_LOCK:  # logger levels and warning filters are process-wide: one PDF at a time
+        level = logger.level
+        logger.setLevel(logging.CRITICAL)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                yield
+        finally:
+            logger.setLevel(level)
 
 
 def _load_pdf(path: Path, raw: bytes) -> tuple[str, list[Section]]:

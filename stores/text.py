@@ -86,8 +86,8 @@ def _segmenter() -> Callable[[str], list[str]]:
     return _jieba_cut
 
 
-def _has_vowel(stem: str, min_len: int) -> bool:
-    return len(stem) >= min_len and bool(_VOWEL.search(stem))
+def _has_vowel(base: str, min_len: int) -> bool:
+    return len(base) >= min_len and bool(_VOWEL.search(base))
 
 
 @functools.lru_cache(maxsize=65536)

@@ -16,7 +16,7 @@ from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGenerationChunk
 
-from nodes.models import intents, kb_intents, memory_intents
+from nodes.models import intents, kb_intents, memory_intents, summary
 from nodes.models.local import LocalChatModel, openai_tools
 from nodes.models.tokens import count_message_tokens, estimate_tokens, has_cjk, message_text
 
@@ -56,6 +56,11 @@ class OfflineChatModel(LocalChatModel):
         results = {m.tool_call_id: m for m in turn if isinstance(m, ToolMessage)}
         kb_steps = kb_intents.plan_kb_steps(question, names, messages)
         rounds = intents.rounds_of(kb_steps if kb_steps is not None else intents.plan_steps(question, names))
+        if not rounds and "calculator" in names:
+            # "把第一个问题的结果乘以 2": an earlier turn's result, from the history or the running summary.
+            expression = summary.earlier_calculation(question, messages)
+            if expression is not None:
+                rounds = [[intents.Step("calculator", {"expression": expression})]]
 
         executed: list[tuple[str, dict[str, Any], str, str]] = []
         last_calc: str | None = None

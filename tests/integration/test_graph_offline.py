@@ -102,7 +102,16 @@ def test_stream_yields_tool_events_updates_and_tokens() -> None:
             tokens.append(chunk[0])
     assert [(e["tool"], e["status"]) for e in custom] == [("calculator", "executing"), ("calculator", "done")]
     assert custom[0]["call_id"] == custom[1]["call_id"] and custom[0]["type"] == "tool_call"
-    assert nodes == ["load_memory", "retrieve", "agent", "tools", "agent", "update_memory"]
+    assert nodes == [
+        "load_memory",
+        "retrieve",
+        "summarize",
+        "agent",
+        "tools",
+        "summarize",
+        "agent",
+        "update_memory",
+    ]
     assert "".join(t.content for t in tokens if isinstance(t.content, str)).count("9") >= 1
 
 

@@ -122,8 +122,15 @@ def test_tool_loop_round_trips_through_the_real_client(serve: Serve, graph: Comp
     # The tools offered, with the registry's JSON schemas, verbatim.
     offered = {t["function"]["name"]: t for t in first["tools"]}
     assert set(offered) == {
-        "calculator", "get_current_date", "search_knowledge", "generate_summary", "submit_feedback", "knowledge_stats",
-        "remember", "forget", "search_memories",
+        "calculator",
+        "get_current_date",
+        "search_knowledge",
+        "generate_summary",
+        "submit_feedback",
+        "knowledge_stats",
+        "remember",
+        "forget",
+        "search_memories",
     }
     for spec in (CALCULATOR, CURRENT_DATE):
         entry = offered[spec.name]

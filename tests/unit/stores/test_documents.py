@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import codecs
 import hashlib
+import io
 import logging
 import os
 import time
@@ -13,6 +14,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+from pypdf import PdfReader, PdfWriter
 
 from stores import documents
 from stores.chunking import chunk_document
@@ -161,6 +163,22 @@ def test_pdf_without_text_is_refused(tmp_path: Path) -> None:
     path = write(tmp_path / "scan.pdf", make_pdf(["", ""]))
     with pytest.raises(DocumentError, match=r"PDF has no extractable text \(scanned\?\)"):
         load(path, tmp_path)
+
+
+@pytest.mark.parametrize(("password", "expected"), [("secret", None), ("", "Locked text.")])
+def test_encrypted_pdf_opens_only_without_a_user_password(
+    tmp_path: Path, password: str, expected: str | None
+) -> None:
+    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(make_pdf(["Locked text."]))))
+    writer.encrypt(user_password=password, owner_password="owner", algorithm="RC4-128")
+    out = io.BytesIO()
+    writer.write(out)
+    path = write(tmp_path / "locked.pdf", out.getvalue())
+    if expected is None:
+        with pytest.raises(DocumentError, match=r"^encrypted PDF \(needs a password\)$"):
+            load(path, tmp_path)
+    else:
+        assert sections_of(load(path, tmp_path)) == [Section("p.1", expected)]
 
 
 def test_metadata_source_hash_and_size(tmp_path: Path) -> None:

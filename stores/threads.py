@@ -1,0 +1,167 @@
+"""Who owns which thread, its title and when it was last used (SPEC §7 thread commands, issue 4 item 1).
+
+The checkpointer keeps a thread's messages but not its owner: without this registry any user who knows a
+thread id could read and continue it. Rows live next to the threads themselves — a table in the same
+SQLite file (``<data_dir>/threads.sqlite`` or ``sqlite:///path``) or the same Postgres database
+(``postgresql://…``), the switch of ``stores.checkpoint``. Claiming is one atomic insert, so two users
+racing for a new id cannot both win.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from stores.checkpoint import sqlite_path
+
+TITLE_CHARS = 40
+SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS kb_thread_registry (
+        thread_id TEXT PRIMARY KEY,
+        user_id TEXT NOT NULL,
+        title TEXT NOT NULL DEFAULT '',
+        created_at TEXT NOT NULL,
+        last_activity TEXT NOT NULL
+    )""",
+    "CREATE INDEX IF NOT EXISTS kb_thread_registry_user ON kb_thread_registry (user_id, last_activity)",
+)
+
+
+class ThreadOwnershipError(PermissionError):
+    """The thread belongs to another user; the message says what to do instead (it never names the owner)."""
+
+    def __init__(self, thread_id: str, user_id: str) -> None:
+        super().__init__(
+            f"thread {thread_id!r} belongs to another user, so {user_id!r} cannot open, change or delete it; "
+            "start a new thread or pick one of your own (kb-agent chat: /new, /threads)"
+        )
+        self.thread_id = thread_id
+        self.user_id = user_id
+
+
+@dataclass(frozen=True)
+class ThreadInfo:
+    thread_id: str
+    title: str
+    created_at: str
+    last_activity: str
+
+
+def title_for(question: str) -> str:
+    """A thread's title: the first question's first 40 characters, whitespace collapsed."""
+    return " ".join(question.split())[:TITLE_CHARS]
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+class ThreadRegistry:
+    """Thread owners and titles; ``url`` = postgresql://… or sqlite:///path, else under ``data_dir``."""
+
+    def __init__(self, data_dir: str | Path, url: str = "") -> None:
+        self._lock = threading.Lock()
+        self._postgres = url.startswith(("postgres://", "postgresql://"))
+        if self._postgres:
+            import psycopg
+
+            self._conn: Any = psycopg.connect(url, autocommit=True)
+            self._mark = "%s"
+        else:
+            path = sqlite_path(data_dir, url)  # raises CheckpointConfigError on an unsupported URL
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=30)
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._mark = "?"
+        for statement in SCHEMA:
+            self._conn.execute(statement)
+
+    def _sql(self, sql: str) -> str:
+        return sql.replace("?", self._mark)
+
+    def _run(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
+        with self._lock:
+            return self._conn.execute(self._sql(sql), params)
+
+    def owner(self, thread_id: str) -> str | None:
+        """The user who owns ``thread_id``, or None for a thread nobody has claimed."""
+        row = self._run("SELECT user_id FROM kb_thread_registry WHERE thread_id = ?", (thread_id,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def check(self, thread_id: str, user_id: str) -> None:
+        """Raise :class:`ThreadOwnershipError` unless ``thread_id`` is unclaimed or ``user_id``'s."""
+        owner = self.owner(thread_id)
+        if owner is not None and owner != user_id:
+            raise ThreadOwnershipError(thread_id, user_id)
+
+    def claim(self, thread_id: str, user_id: str, title: str = "") -> None:
+        """Make ``user_id`` the owner of a new thread (first claim wins); re-claiming one's own is fine.
+
+        ``title`` (usually the first question) names the thread if it has no title yet.
+        """
+        if not thread_id or not user_id:
+            raise ValueError("a thread needs a non-empty thread id and user id")
+        now = _now()
+        self._run(
+            "INSERT INTO kb_thread_registry (thread_id, user_id, title, created_at, last_activity) "
+            "VALUES (?, ?, ?, ?, ?) ON CONFLICT (thread_id) DO NOTHING",
+            (thread_id, user_id, title_for(title), now, now),
+        )
+        self.check(thread_id, user_id)
+        if title.strip():
+            self._run(
+                "UPDATE kb_thread_registry SET title = ? WHERE thread_id = ? AND title = ''",
+                (title_for(title), thread_id),
+            )
+
+    def touch(self, thread_id: str) -> None:
+        """Record activity on ``thread_id`` now (after a turn)."""
+        self._run("UPDATE kb_thread_registry SET last_activity = ? WHERE thread_id = ?", (_now(), thread_id))
+
+    def get(self, thread_id: str) -> ThreadInfo | None:
+        row = self._run(
+            "SELECT thread_id, title, created_at, last_activity FROM kb_thread_registry WHERE thread_id = ?",
+            (thread_id,),
+        ).fetchone()
+        return None if row is None else ThreadInfo(*map(str, row))
+
+    def list(self, user_id: str) -> list[ThreadInfo]:
+        """``user_id``'s threads, most recently active first (other users' threads never appear)."""
+        rows = self._run(
+            "SELECT thread_id, title, created_at, last_activity FROM kb_thread_registry "
+            "WHERE user_id = ? ORDER BY last_activity DESC, thread_id",
+            (user_id,),
+        ).fetchall()
+        return [ThreadInfo(*map(str, row)) for row in rows]
+
+    def rename(self, thread_id: str, user_id: str, title: str) -> None:
+        """Give ``user_id``'s thread a new title (cut to 40 characters)."""
+        self.check(thread_id, user_id)
+        if self.owner(thread_id) is None:
+            raise KeyError(f"no thread {thread_id!r}: ask a question in it first")
+        self._run(
+            "UPDATE kb_thread_registry SET title = ? WHERE thread_id = ? AND user_id = ?",
+            (title_for(title), thread_id, user_id),
+        )
+
+    def delete(self, thread_id: str, user_id: str) -> bool:
+        """Forget ``user_id``'s thread; False if it was not registered. The caller deletes its checkpoints."""
+        self.check(thread_id, user_id)
+        cursor = self._run(
+            "DELETE FROM kb_thread_registry WHERE thread_id = ? AND user_id = ?", (thread_id, user_id)
+        )
+        return bool(cursor.rowcount)
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> ThreadRegistry:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
