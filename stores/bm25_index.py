@@ -265,6 +265,8 @@ class BM25Index:
         """Score matrix and group rows for ``docs``, whose terms are ids in ``vocab`` (both copies)."""
         import bm25s  # imports scipy and numba: ~0.6 s, paid by the first search, not by every import
 
+        logging.getLogger("bm25s").setLevel(logging.WARNING)  # bm25s sets itself to DEBUG on import
+
         self.rebuilds += 1
         ids = sorted(docs)
         corpus = [docs[chunk_id].terms for chunk_id in ids]
