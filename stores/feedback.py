@@ -6,12 +6,13 @@ can later be tuned from it.
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from stores.sql import open_database
 
 RATINGS = ("good", "bad")
 SCHEMA = """
@@ -45,19 +46,9 @@ class FeedbackStore:
 
     def __init__(self, data_dir: str | Path, url: str = "") -> None:
         self._lock = threading.Lock()
-        self._postgres = url.startswith(("postgres://", "postgresql://"))
-        if self._postgres:
-            import psycopg
-
-            self._conn: Any = psycopg.connect(url, autocommit=True)
-            self._conn.execute(SCHEMA.format(serial="BIGSERIAL"))
-            self._mark = "%s"
-        else:
-            path = Path(data_dir) / "feedback.sqlite"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
-            self._conn.execute(SCHEMA.format(serial="INTEGER"))
-            self._mark = "?"
+        db = open_database(Path(data_dir) / "feedback.sqlite", url)
+        self._conn, self._mark, self._postgres = db.conn, db.mark, db.postgres
+        self._conn.execute(SCHEMA.format(serial=db.serial()))
 
     def add(
         self,

@@ -9,7 +9,6 @@ racing for a new id cannot both win.
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from stores.checkpoint import sqlite_path
+from stores.sql import is_postgres, open_database
 
 TITLE_CHARS = 40
 SCHEMA = (
@@ -65,18 +65,10 @@ class ThreadRegistry:
 
     def __init__(self, data_dir: str | Path, url: str = "") -> None:
         self._lock = threading.Lock()
-        self._postgres = url.startswith(("postgres://", "postgresql://"))
-        if self._postgres:
-            import psycopg
-
-            self._conn: Any = psycopg.connect(url, autocommit=True)
-            self._mark = "%s"
-        else:
-            path = sqlite_path(data_dir, url)  # raises CheckpointConfigError on an unsupported URL
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=30)
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._mark = "?"
+        # sqlite_path raises CheckpointConfigError on an unsupported URL
+        path = Path() if is_postgres(url) else sqlite_path(data_dir, url)
+        db = open_database(path, url)
+        self._conn, self._mark, self._postgres = db.conn, db.mark, db.postgres
         for statement in SCHEMA:
             self._conn.execute(statement)
 
