@@ -43,7 +43,7 @@ FILLER = (
 def question(i: int) -> str:
     """Turn ``i`` (1-based): arithmetic, date and plain questions in both languages; every 10th is long."""
     if i % 10 == 0:
-        return FILLER * 12 + f"Given all that, what is {i} * 17 + 3?"  # ~2,300 characters
+        return FILLER * 12 + f"Given all that, what is {i} * 17 + 3?"  # ~2,200 characters
     kinds = (
         f"计算 {100 + i} × {7 + i % 13}",
         "今天几号？",
