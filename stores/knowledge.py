@@ -155,6 +155,8 @@ class KnowledgeBase:
         self._collection = open_collection(self._client, collection, embedder)
         self._bm25 = BM25Index(self.kb_dir / "bm25")
         self._generation = self.manifest.generation()
+        self._groups_seen: frozenset[str] | None = None
+        self._foreign_write = False
         if self._bm25.needs_reindex:  # the tokenizer changed: re-tokenize the texts Chroma holds
             self.rebuild_bm25()
 
@@ -164,6 +166,10 @@ class KnowledgeBase:
         if generation != self._generation:
             self._bm25.reload()
             self._generation = generation
+            self._groups_seen = None
+            self._foreign_write = True  # another instance/process wrote: our embedded HNSW copy may be stale
+        if self._groups_seen is None:
+            self._groups_seen = frozenset(g for r in self.manifest.records().values() for g in r.groups)
 
     # -- ingest ----------------------------------------------------------------------------------
     def ingest(
@@ -223,6 +229,7 @@ class KnowledgeBase:
                 if puts:
                     self.manifest.set_meta(embedder=self.embedder.name, dim=self.embedder.dim)
                 self._generation = self.manifest.generation()
+                self._groups_seen = None  # our own write may have added groups
         return report
 
     @staticmethod
@@ -336,6 +343,7 @@ class KnowledgeBase:
             removed = self._delete_chunks(record.chunk_ids)
             self.manifest.apply([], [source])
             self._generation = self.manifest.generation()
+            self._groups_seen = None  # our own write may have added groups
             return removed
 
     # -- search ----------------------------------------------------------------------------------
@@ -405,9 +413,18 @@ class KnowledgeBase:
         from chromadb.errors import InternalError
 
         vector = self.embedder.embed_query(query[:MAX_EMBED_QUERY_CHARS])
+        # Chroma's metadata filter costs time per admitted chunk (~0.5 s at 100k): when the caller may see
+        # every group in the index, it excludes nothing, so it is skipped; the flags are still checked on
+        # the candidates in case another process added a group since the manifest was read.
+        unrestricted = (
+            not self._foreign_write and self._groups_seen is not None and self._groups_seen <= set(groups)
+        )
         try:
             result = self._collection.query(
-                query_embeddings=[vector], n_results=n, where=group_filter(groups), include=["distances"]
+                query_embeddings=[vector],
+                n_results=n,
+                where=None if unrestricted else group_filter(groups),
+                include=["distances", "metadatas"] if unrestricted else ["distances"],
             )
         except InternalError as exc:  # embedded Chroma keeps its HNSW index per process
             raise StaleIndexError(
@@ -415,7 +432,16 @@ class KnowledgeBase:
                 "or use a Chroma server (KB_AGENT_CHROMA_URL) when several processes share a knowledge base"
             ) from exc
         ids, distances = result["ids"][0], (result["distances"] or [[]])[0]
-        return [(cid, 1.0 - float(d)) for cid, d in zip(ids, distances, strict=True)], self._cut(vector)
+        hits = [(cid, 1.0 - float(d)) for cid, d in zip(ids, distances, strict=True)]
+        if unrestricted:
+            allowed = {group_key(g) for g in groups}
+            metas = (result["metadatas"] or [[]])[0]
+            hits = [
+                hit
+                for hit, meta in zip(hits, metas, strict=True)
+                if any((meta or {}).get(k) is True for k in allowed)
+            ]
+        return hits, self._cut(vector)
 
     def _cut(self, vector: np.ndarray) -> float:
         """max(absolute floor, similarity to content-free text + margin): below it a vector hit is noise."""
@@ -487,6 +513,7 @@ class KnowledgeBase:
             self._delete_chunks(sorted(stray.union(*(r.chunk_ids for r in broken.values()))))
             self.manifest.apply([], broken)
             self._generation = self.manifest.generation()
+            self._groups_seen = None  # our own write may have added groups
             return len(stray) + len(missing)
 
     def rebuild_bm25(self) -> int:
@@ -522,6 +549,7 @@ class KnowledgeBase:
             self._collection = open_collection(self._client, self.collection_name, self.embedder)
             self._bm25.reload()
             self._generation = self.manifest.generation()
+            self._groups_seen = None  # our own write may have added groups
 
     def stats(self) -> dict[str, Any]:
         """Documents, chunks, last update (ISO), embedder, dim and the access groups seen."""
