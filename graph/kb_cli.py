@@ -158,7 +158,11 @@ def _beir_index(folder: Path, ctx: Context) -> tuple[Any, list[Any], list[str], 
     )
     # Whole documents where they fit the e5 window (512 tokens), as BEIR evaluations embed them.
     kb = KnowledgeBase(
-        cache / "kb", embedder=embedder, candidates=ctx.candidates, rrf_k=ctx.rrf_k, chunk_tokens=EVAL_CHUNK_TOKENS
+        cache / "kb",
+        embedder=embedder,
+        candidates=ctx.candidates,
+        rrf_k=ctx.rrf_k,
+        chunk_tokens=EVAL_CHUNK_TOKENS,
     )
     kb.ingest([docs])
     id_map = {p.name.removesuffix(".id"): p.read_text(encoding="utf-8") for p in docs.glob("*.id")}

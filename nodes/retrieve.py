@@ -70,7 +70,11 @@ def make_retrieve(
         passages = passages[: ctx.top_k]
         log.info(
             "node=retrieve user=%s queries=%d model_calls=%d fallbacks=%s passages=%d",
-            ctx.user_id, len(plan.sub_queries), plan.model_calls, plan.fallbacks, len(passages),
+            ctx.user_id,
+            len(plan.sub_queries),
+            plan.model_calls,
+            plan.fallbacks,
+            len(passages),
         )
         return {"passages": passages}
 
