@@ -54,6 +54,26 @@ def _field_types(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
+@functools.cache
+def _settings(cls: type) -> tuple[tuple[str, str, Any, Any], ...]:
+    """(field, env variable, default, type) per field, computed once: every node builds a Context."""
+    hints = _field_types(cls)
+    return tuple((f.name, _env_name(f), f.default, hints[f.name]) for f in fields(cls))
+
+
+_defaults: dict[type, tuple[tuple[str | None, ...], Any]] = {}
+
+
+def _default_context(cls: type[Context]) -> Context:
+    """``cls()`` for runs given no context, reused while the environment it was read from is unchanged."""
+    snapshot = tuple(os.environ.get(env) for _, env, _, _ in _settings(cls))
+    cached = _defaults.get(cls)
+    if cached is None or cached[0] != snapshot:
+        cached = (snapshot, cls())
+        _defaults[cls] = cached
+    return cached[1]
+
+
 @dataclass(kw_only=True)
 class Context:
     """Settings for one run of the agent (model, endpoint, budget, identity, storage)."""
@@ -195,11 +215,10 @@ class Context:
     )
 
     def __post_init__(self) -> None:
-        hints = _field_types(type(self))
-        for f in fields(self):
-            env = _env_name(f)
-            if getattr(self, f.name) == f.default and env in os.environ:
-                setattr(self, f.name, _coerce(os.environ[env], hints[f.name], env))
+        environ = os.environ
+        for name, env, default, typ in _settings(type(self)):
+            if env in environ and getattr(self, name) == default:
+                setattr(self, name, _coerce(environ[env], typ, env))
         self.validate()
 
     def validate(self) -> None:
@@ -256,7 +275,7 @@ class Context:
         """The run's context, with ``user_id`` also taken from ``config["configurable"]`` (SPEC §9)."""
         ctx = runtime.context if runtime is not None and runtime.context is not None else None
         if ctx is None:
-            ctx = cls()
+            ctx = _default_context(cls)
         elif isinstance(ctx, dict):
             ctx = cls(**ctx)
         try:
