@@ -2,10 +2,11 @@
 
     load_memory → retrieve → summarize → agent ⇄ tools → update_memory
 
-``summarize`` runs before every model round: over the history budget, it folds the oldest whole rounds
-into the running summary (SPEC §7). After ``agent``: tool calls go to ``tools``, an answer to
-``update_memory``. After ``tools``: back to ``summarize`` → ``agent`` unless the budget is spent. ``graph`` at the bottom is compiled without a checkpointer, for the
-LangGraph server, which brings its own; Python and CLI callers use ``build_graph(checkpointer=...)``.
+``summarize`` runs once per turn, before the first model round: over the history budget, it folds the
+oldest whole rounds into the running summary (SPEC §7). After ``agent``: tool calls go to ``tools``, an
+answer to ``update_memory``. After ``tools``: back to ``agent`` unless the budget is spent. ``graph`` at
+the bottom is compiled without a checkpointer, for the LangGraph server, which brings its own; Python and
+CLI callers use ``build_graph(checkpointer=...)``.
 """
 
 from __future__ import annotations
@@ -43,8 +44,10 @@ def route_after_agent(state: State) -> Literal["tools", "update_memory"]:
     return "update_memory"
 
 
-def route_after_tools(state: State) -> Literal["summarize", "update_memory"]:
-    return "update_memory" if state.stop_reason else "summarize"
+def route_after_tools(state: State) -> Literal["agent", "update_memory"]:
+    # Not through summarize again: it folds only rounds before the current question, and those are the
+    # same as when this turn began, so a second pass would decide the same and cost a step per round.
+    return "update_memory" if state.stop_reason else "agent"
 
 
 def default_registry() -> ToolRegistry:
@@ -84,7 +87,7 @@ def build_builder(
     builder.add_edge("retrieve", "summarize")
     builder.add_edge("summarize", "agent")
     builder.add_conditional_edges("agent", route_after_agent, ["tools", "update_memory"])
-    builder.add_conditional_edges("tools", route_after_tools, ["summarize", "update_memory"])
+    builder.add_conditional_edges("tools", route_after_tools, ["agent", "update_memory"])
     builder.add_edge("update_memory", END)
     return builder
 

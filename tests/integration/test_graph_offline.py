@@ -108,7 +108,6 @@ def test_stream_yields_tool_events_updates_and_tokens() -> None:
         "summarize",
         "agent",
         "tools",
-        "summarize",
         "agent",
         "update_memory",
     ]
