@@ -2,9 +2,10 @@
 
     load_memory → retrieve → summarize → agent ⇄ tools → update_memory
 
-``summarize`` runs once per turn, before the first model round: over the history budget, it folds the
-oldest whole rounds into the running summary (SPEC §7). After ``agent``: tool calls go to ``tools``, an
-answer to ``update_memory``. After ``tools``: back to ``agent`` unless the budget is spent. ``graph`` at
+``summarize`` runs before the first model round of a turn, and again after tools when the thread has
+earlier rounds to fold: over the history budget, it folds the oldest whole rounds into the running summary
+(SPEC §7). After ``agent``: tool calls go to ``tools``, an answer to ``update_memory``. After ``tools``:
+back to the model unless the budget is spent. ``graph`` at
 the bottom is compiled without a checkpointer, for the LangGraph server, which brings its own; Python and
 CLI callers use ``build_graph(checkpointer=...)``.
 """
@@ -14,7 +15,7 @@ from __future__ import annotations
 from typing import Literal
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -29,6 +30,7 @@ from nodes.memory_extraction import RunMemory
 from nodes.retrieve import KnowledgeSource, make_retrieve
 from nodes.services import knowledge_services, open_knowledge_base
 from nodes.summarize import make_summarize
+from nodes.turn import last_human_index
 from nodes.update_memory import make_update_memory
 from stores.base import MemoryStore
 from tools.builtin import builtin_registry
@@ -44,10 +46,14 @@ def route_after_agent(state: State) -> Literal["tools", "update_memory"]:
     return "update_memory"
 
 
-def route_after_tools(state: State) -> Literal["agent", "update_memory"]:
-    # Not through summarize again: it folds only rounds before the current question, and those are the
-    # same as when this turn began, so a second pass would decide the same and cost a step per round.
-    return "update_memory" if state.stop_reason else "agent"
+def route_after_tools(state: State) -> Literal["agent", "summarize", "update_memory"]:
+    """Back to the model; through ``summarize`` first only when earlier rounds exist that it could fold
+    (a tool result can push the request over its budget, but only rounds before the question fold)."""
+    if state.stop_reason:
+        return "update_memory"
+    current = last_human_index(state.messages)
+    earlier = any(isinstance(m, HumanMessage) for m in state.messages[: max(current, 0)])
+    return "summarize" if earlier else "agent"
 
 
 def default_registry() -> ToolRegistry:
@@ -87,7 +93,7 @@ def build_builder(
     builder.add_edge("retrieve", "summarize")
     builder.add_edge("summarize", "agent")
     builder.add_conditional_edges("agent", route_after_agent, ["tools", "update_memory"])
-    builder.add_conditional_edges("tools", route_after_tools, ["agent", "update_memory"])
+    builder.add_conditional_edges("tools", route_after_tools, ["agent", "summarize", "update_memory"])
     builder.add_edge("update_memory", END)
     return builder
 
