@@ -65,6 +65,8 @@ class ToolSpec:
     permissions: tuple[str, ...] = ()
     requires_approval: bool = False
     source: str = "builtin"
+    domain: str = "general"  # for tool search: which area of work the tool belongs to
+    always_on: bool = False  # bound every turn, whatever the tool search picks
     wants_context: bool = field(default=False, compare=False)
 
     def __post_init__(self) -> None:
