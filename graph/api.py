@@ -23,6 +23,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Command
 
 from graph.builder import build_graph
 from graph.context import Context
@@ -32,12 +33,28 @@ from nodes.summarize import full_history
 from nodes.turn import last_human_index
 from stores.checkpoint import open_checkpointer
 from stores.threads import ThreadInfo, ThreadOwnershipError, ThreadRegistry
+from tools.approval import APPROVAL_KIND, parse_decision
 
-__all__ = ["Agent", "Answer", "EmptyQuestionError", "ThreadInfo", "ThreadOwnershipError", "open_agent"]
+__all__ = [
+    "Agent",
+    "Answer",
+    "EmptyQuestionError",
+    "NoPendingApprovalError",
+    "ThreadInfo",
+    "ThreadOwnershipError",
+    "open_agent",
+]
 
 
 class EmptyQuestionError(ValueError):
     """The question was empty or only whitespace."""
+
+
+class NoPendingApprovalError(ValueError):
+    """A resume for a thread that is not waiting for an approval."""
+
+
+Approve = Callable[[dict[str, Any]], Any]  # an interrupt payload -> {"approved": bool, "reason": str}
 
 
 @dataclass
@@ -51,9 +68,15 @@ class Answer:
     stop_reason: str | None = None
     offline: bool = False
     model: str = ""
+    # Tool calls waiting for a person (interrupt payloads); answer them with ``Agent.resume``.
+    pending_approvals: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+
+def _is_approval(value: Any) -> bool:
+    return isinstance(value, dict) and value.get("kind") == APPROVAL_KIND
 
 
 def turn_answer(messages: list[AnyMessage], thread_id: str, user_id: str, stop_reason: str | None) -> Answer:
@@ -119,23 +142,69 @@ class Agent:
         thread_id: str = "default",
         user_id: str | None = None,
         on_event: Callable[[dict[str, Any]], None] | None = None,
+        approve: Approve | None = None,
     ) -> Answer:
-        """Run one turn; ``on_event`` receives the custom stream events (tool status) as they happen."""
+        """Run one turn; ``on_event`` receives the custom stream events (tool status) as they happen.
+
+        A high-impact tool call pauses the turn for approval: with ``approve`` it is asked inline (the CLI's
+        y/N), else the answer comes back with ``pending_approvals`` for a later :meth:`resume`.
+        """
         if not question or not question.strip():
             raise EmptyQuestionError("the question is empty: type what you want to ask")
         config, ctx = self._run_args(thread_id, user_id)
         self.registry.claim(thread_id, ctx.user_id, title=question)
-        payload = {"messages": [HumanMessage(question)]}
+        return self._drive({"messages": [HumanMessage(question)]}, config, ctx, on_event, approve)
+
+    def resume(
+        self,
+        thread_id: str,
+        decision: Any,
+        *,
+        user_id: str | None = None,
+        on_event: Callable[[dict[str, Any]], None] | None = None,
+        approve: Approve | None = None,
+    ) -> Answer:
+        """Answer the pending approval of ``thread_id`` (``{"approved": bool, "reason": str}``) and go on."""
+        config, ctx = self._run_args(thread_id, user_id)
+        self.registry.check(thread_id, ctx.user_id)
+        if not self.pending_approvals(thread_id, user_id=ctx.user_id):
+            raise NoPendingApprovalError(f"thread {thread_id!r} is not waiting for an approval")
+        value = parse_decision(decision)  # InvalidApprovalError before anything is resumed
+        resume = {"approved": value.approved, "reason": value.reason}
+        return self._drive(Command(resume=resume), config, ctx, on_event, approve)
+
+    def pending_approvals(self, thread_id: str, *, user_id: str | None = None) -> list[dict[str, Any]]:
+        """The approvals ``thread_id`` is waiting for (interrupt payloads), oldest first."""
+        config = self._owned(thread_id, user_id)
+        return [i.value for i in self.graph.get_state(config).interrupts if _is_approval(i.value)]
+
+    def _drive(
+        self,
+        payload: Any,
+        config: dict[str, Any],
+        ctx: Context,
+        on_event: Callable[[dict[str, Any]], None] | None,
+        approve: Approve | None,
+    ) -> Answer:
+        thread_id = config["configurable"]["thread_id"]
         try:
-            for mode, chunk in self.graph.stream(
-                payload, config, context=ctx, stream_mode=["custom", "values"]
-            ):
-                if mode == "custom" and on_event is not None:
-                    on_event(chunk)
+            while True:
+                for mode, chunk in self.graph.stream(
+                    payload, config, context=ctx, stream_mode=["custom", "values"]
+                ):
+                    if mode == "custom" and on_event is not None:
+                        on_event(chunk)
+                pending = [i.value for i in self.graph.get_state(config).interrupts]
+                if not pending or approve is None or not _is_approval(pending[0]):
+                    break
+                payload = Command(resume=approve(pending[0]))
         finally:
             self.registry.touch(thread_id)
-        values = self.graph.get_state(config).values
-        return turn_answer(values.get("messages", []), thread_id, ctx.user_id, values.get("stop_reason"))
+        state = self.graph.get_state(config)
+        values = state.values
+        answer = turn_answer(values.get("messages", []), thread_id, ctx.user_id, values.get("stop_reason"))
+        answer.pending_approvals = [i.value for i in state.interrupts if _is_approval(i.value)]
+        return answer
 
     def _owned(self, thread_id: str, user_id: str | None) -> dict[str, Any]:
         self.registry.check(thread_id, user_id or self.context.user_id)

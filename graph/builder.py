@@ -12,6 +12,7 @@ CLI callers use ``build_graph(checkpointer=...)``.
 
 from __future__ import annotations
 
+import logging
 from typing import Literal
 
 from langchain_core.language_models import BaseChatModel
@@ -37,6 +38,8 @@ from tools.builtin import builtin_registry
 from tools.knowledge_tools import knowledge_tools
 from tools.memory_tools import memory_tools
 from tools.registry import ToolRegistry
+
+log = logging.getLogger("kb_agent.graph")
 
 
 def route_after_agent(state: State) -> Literal["tools", "update_memory"]:
@@ -66,6 +69,27 @@ def default_registry() -> ToolRegistry:
     return registry
 
 
+def app_registry(ctx: Context | None = None, *, strict: bool = True) -> ToolRegistry:
+    """Everything the application offers: the defaults plus the MCP servers of ``ctx.mcp_config``.
+
+    ``strict=False`` (the module-level graph a server imports) logs an unusable MCP config instead of
+    refusing to start; each server that fails is logged either way and the others still load.
+    """
+    registry = default_registry()
+    ctx = ctx if ctx is not None else Context()
+    if ctx.mcp_config:
+        from tools.mcp import register_mcp_tools, shared_manager  # MCP machinery only when configured
+        from tools.mcp_config import MCPConfigError
+
+        try:
+            register_mcp_tools(registry, shared_manager(ctx.mcp_config))
+        except MCPConfigError:
+            if strict:
+                raise
+            log.exception("MCP servers not loaded")
+    return registry
+
+
 def build_builder(
     *,
     model: BaseChatModel | None = None,
@@ -79,7 +103,7 @@ def build_builder(
     knowledge base, a function of the run's context that opens one (the default: the one under the data
     dir, if anything was ingested), or None for none.
     """
-    registry = registry if registry is not None else default_registry()
+    registry = registry if registry is not None else app_registry(strict=False)
     builder = StateGraph(State, input_schema=InputState, context_schema=Context)
     builder.add_node("load_memory", make_load_memory(memory))
     builder.add_node("retrieve", make_retrieve(knowledge, model))

@@ -19,6 +19,7 @@ from rich.table import Table
 from graph import kb_cli, memory_cli
 from graph.api import Agent, EmptyQuestionError, open_agent
 from graph.context import ConfigError, Context, env_table
+from graph.tools_cli import tools_app
 from nodes.models.errors import ModelError
 from nodes.models.tokens import message_text
 from stores.checkpoint import CheckpointConfigError
@@ -49,10 +50,36 @@ def tool_status_printer(console: Console) -> Any:
             console.print(f"[dim]⚙ {tool} …[/dim]")
         elif status == "done":
             console.print(f"[dim]✓ {tool} ({event.get('duration_ms', 0):.0f} ms)[/dim]")
+        elif status == "approval_requested":
+            pass  # the approval prompt shows the action itself
+        elif status == "approval_granted":
+            console.print(f"[dim]✓ {tool} approved[/dim]")
+        elif status == "approval_denied":
+            console.print(f"[yellow]✗ {tool} not approved: nothing was changed[/yellow]")
+        elif status == "denied":
+            console.print(f"[yellow]✗ {tool}: permission denied[/yellow]")
         else:
             console.print(f"[yellow]✗ {tool}: {escape(str(event.get('error', status)))}[/yellow]")
 
     return show
+
+
+def approval_prompt(console: Console) -> Any:
+    """Ask y/N for a paused high-impact call (an interrupt payload) and build the resume value."""
+
+    def approve(payload: dict[str, Any]) -> dict[str, Any]:
+        if payload.get("error"):
+            console.print(f"[yellow]{escape(str(payload['error']))}[/yellow]")
+        console.print(
+            f"[bold yellow]approval needed[/bold yellow]: {escape(str(payload.get('description')))}"
+        )
+        try:
+            yes = typer.confirm("Approve this call?", default=False, err=True)
+        except typer.Abort:
+            return {"approved": False, "reason": "no answer was given"}
+        return {"approved": True, "reason": "approved at the terminal"} if yes else {"approved": False}
+
+    return approve
 
 
 def _setup(verbose: bool) -> None:
@@ -88,6 +115,7 @@ def ask(
                 question,
                 thread_id=thread or f"ask-{uuid.uuid4().hex[:12]}",
                 on_event=None if as_json else tool_status_printer(err),
+                approve=approval_prompt(err),
             )
     except USER_ERRORS as exc:
         fail(str(exc))
@@ -195,7 +223,12 @@ def chat(
                         break
                     continue
                 try:
-                    answer = agent.ask(line, thread_id=state["thread"], on_event=tool_status_printer(out))
+                    answer = agent.ask(
+                        line,
+                        thread_id=state["thread"],
+                        on_event=tool_status_printer(out),
+                        approve=approval_prompt(out),
+                    )
                 except (ModelError, ThreadOwnershipError) as exc:
                     err.print(f"[red]error:[/red] {escape(str(exc))}")
                     continue
@@ -267,6 +300,7 @@ def show_config() -> None:
 
 kb_cli.register(app)
 memory_cli.register(app)
+app.add_typer(tools_app, name="tools")
 
 
 def main() -> None:

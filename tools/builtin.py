@@ -21,6 +21,8 @@ CALCULATOR = ToolSpec(
         "additionalProperties": False,
     },
     handler=calculator.evaluate,
+    domain="math",
+    always_on=True,
     timeout=5.0,
 )
 
@@ -29,6 +31,8 @@ CURRENT_DATE = ToolSpec(
     description=clock.DESCRIPTION,
     parameters=clock.PARAMETERS,
     handler=clock.current_date,
+    domain="time",
+    always_on=True,
     timeout=5.0,
 )
 

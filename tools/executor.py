@@ -20,7 +20,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from tools.registry import ToolArgumentError, ToolContext, ToolError, ToolRegistry, validate_arguments
+from tools.approval import ApprovalRequest, Approver, describe_call
+from tools.permissions import Grant, PermissionDeniedError, grant_for
+from tools.registry import (
+    ToolArgumentError,
+    ToolContext,
+    ToolError,
+    ToolRegistry,
+    ToolSpec,
+    validate_arguments,
+)
 
 log = logging.getLogger("kb_agent.tools")
 
@@ -94,34 +103,121 @@ class ToolExecutor:
         self.concurrency = concurrency
         self.timeout = timeout
 
-    async def arun(
-        self, calls: Sequence[ToolCallRequest], context: ToolContext, emit: Emit | None = None
-    ) -> list[ToolOutcome]:
-        """Run all calls; the returned list is in the order of ``calls``."""
+    def review(
+        self,
+        calls: Sequence[ToolCallRequest],
+        context: ToolContext,
+        approver: Approver | None,
+        emit: Emit | None = None,
+    ) -> dict[str, ToolOutcome]:
+        """Ask for approval of every high-impact call, one by one, before any call runs.
+
+        Returns the outcomes of the calls that must not run (rejected, or no way to ask), by call id.
+        All questions come first so that a pause (``interrupt``) can never happen after a side effect:
+        when the graph resumes, the node runs again from the start and nothing has run twice.
+        Calls that would fail anyway (unknown, denied, bad arguments) are not put to a person.
+        """
         emit = _safe(emit)
+        grant = _grant(context)
+        refused: dict[str, ToolOutcome] = {}
+        for call in calls:
+            spec = self.registry.find(call.name)
+            if spec is None or not spec.requires_approval or call.error is not None:
+                continue
+            if not grant.permits(spec):
+                continue
+            try:
+                args = validate_arguments(spec, call.args)
+            except ToolError:
+                continue
+            event = {"type": "tool_call", "tool": call.name, "call_id": call.id, "source": spec.source}
+            if approver is None:
+                message = (
+                    f"tool {call.name!r} needs a person's approval and this run has no way to ask; "
+                    "nothing was changed"
+                )
+                refused[call.id] = ToolOutcome(call.id, call.name, f"Error: {message}", "error", 0.0, message)
+                emit({**event, "status": "approval_denied", "reason": message})
+                continue
+            try:
+                description = _describe(spec, args, context)
+            except ToolError as exc:  # the action cannot happen (e.g. no such document): nothing to ask
+                refused[call.id] = ToolOutcome(call.id, call.name, f"Error: {exc}", "error", 0.0, str(exc))
+                emit({**event, "status": "error", "error": str(exc)})
+                continue
+            request = ApprovalRequest(call.id, call.name, args, description, spec.source)
+            emit({**event, "status": "approval_requested", "args": args, "description": request.description})
+            decision = approver(request)
+            log.info(
+                "run=%s tool=%s call_id=%s approval=%s user=%s reason=%s",
+                context.run_id or "-",
+                call.name,
+                call.id,
+                "granted" if decision.approved else "denied",
+                context.user_id,
+                decision.reason or "-",
+            )
+            if decision.approved:
+                emit({**event, "status": "approval_granted", "reason": decision.reason})
+                continue
+            why = f": {decision.reason}" if decision.reason else ""
+            message = f"the user rejected {call.name!r}{why}. Nothing was changed; do not retry it unasked"
+            refused[call.id] = ToolOutcome(call.id, call.name, f"Error: {message}", "error", 0.0, message)
+            emit({**event, "status": "approval_denied", "reason": decision.reason})
+        return refused
+
+    async def arun(
+        self,
+        calls: Sequence[ToolCallRequest],
+        context: ToolContext,
+        emit: Emit | None = None,
+        *,
+        approver: Approver | None = None,
+        reviewed: dict[str, ToolOutcome] | None = None,
+    ) -> list[ToolOutcome]:
+        """Run all calls; the returned list is in the order of ``calls``.
+
+        High-impact calls are put to ``approver`` first (see :meth:`review`), unless ``reviewed`` holds
+        the result of a review already done by the caller.
+        """
+        emit = _safe(emit)
+        if reviewed is None:
+            reviewed = self.review(calls, context, approver, emit)
         gate = asyncio.Semaphore(self.concurrency)
 
         async def one(call: ToolCallRequest) -> ToolOutcome:
+            if call.id in reviewed:
+                return reviewed[call.id]
             async with gate:
                 return await self._execute(call, context, emit)
 
         return list(await asyncio.gather(*(one(call) for call in calls)))
 
     def run(
-        self, calls: Sequence[ToolCallRequest], context: ToolContext, emit: Emit | None = None
+        self,
+        calls: Sequence[ToolCallRequest],
+        context: ToolContext,
+        emit: Emit | None = None,
+        *,
+        approver: Approver | None = None,
     ) -> list[ToolOutcome]:
-        """Synchronous entry point (``graph.invoke``): runs :meth:`arun` on a private event loop."""
+        """Synchronous entry point (``graph.invoke``): runs :meth:`arun` on a private event loop.
+
+        Approvals are asked here, in the caller's thread, so an ``interrupt()`` sees the graph's run.
+        """
+        reviewed = self.review(calls, context, approver, emit)
+        work_on = self.arun(calls, context, emit, reviewed=reviewed)
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.arun(calls, context, emit))
+            return asyncio.run(work_on)
         # Called from inside a running loop (e.g. a notebook): use a helper thread with its own loop.
         box: dict[str, Any] = {}
         ctx = contextvars.copy_context()
 
         def work() -> None:
             try:
-                box["result"] = ctx.run(asyncio.run, self.arun(calls, context, emit))
+                box["result"] = ctx.run(asyncio.run, work_on)
             except BaseException as exc:  # re-raised in the caller's thread below
                 box["error"] = exc
 
@@ -134,10 +230,28 @@ class ToolExecutor:
 
     async def _execute(self, call: ToolCallRequest, context: ToolContext, emit: Emit) -> ToolOutcome:
         started = time.perf_counter()
-        event = {"type": "tool_call", "tool": call.name, "call_id": call.id}
+        spec = self.registry.find(call.name)
+        event = {
+            "type": "tool_call",
+            "tool": call.name,
+            "call_id": call.id,
+            "source": spec.source if spec is not None else "unknown",
+        }
         emit({**event, "status": "executing", "args": call.args if isinstance(call.args, dict) else None})
         try:
             content = await self._invoke(call, context)
+        except PermissionDeniedError as exc:
+            message = str(exc)
+            outcome = ToolOutcome(call.id, call.name, f"Error: {message}", "error", _ms(started), message)
+            emit({**event, "status": "denied", "error": message, "duration_ms": outcome.duration_ms})
+            log.warning(
+                "run=%s tool=%s call_id=%s permission denied user=%s roles=%s",
+                context.run_id or "-",
+                call.name,
+                call.id,
+                context.user_id,
+                ",".join(_grant(context).roles) or "-",
+            )
         except Exception as exc:  # every failure becomes a message the model can act on
             message = _describe_failure(call, exc, self._timeout_for(call))
             outcome = ToolOutcome(call.id, call.name, f"Error: {message}", "error", _ms(started), message)
@@ -168,6 +282,7 @@ class ToolExecutor:
                 "that matches the tool's parameters"
             )
         spec = self.registry.get(call.name)
+        _grant(context).check(spec)  # before the arguments: a denied tool reveals nothing more
         kwargs = validate_arguments(spec, call.args)
         if spec.wants_context:
             kwargs["tool_context"] = context
@@ -179,6 +294,22 @@ class ToolExecutor:
         if inspect.isawaitable(result):  # a sync-looking handler that returned a coroutine
             result = await asyncio.wait_for(result, timeout=self._timeout_for(call))
         return render_result(result)
+
+
+def _grant(context: ToolContext) -> Grant:
+    return context.grant if isinstance(context.grant, Grant) else grant_for(context.settings, context.user_id)
+
+
+def _describe(spec: ToolSpec, args: dict[str, Any], context: ToolContext) -> str:
+    """The tool's own account of the exact action, falling back to name and arguments."""
+    if spec.describe is not None:
+        try:
+            return spec.describe(args, context)
+        except ToolError:
+            raise
+        except Exception:
+            log.exception("describing %s for approval failed", spec.name)
+    return describe_call(spec.name, args)
 
 
 def _safe(emit: Emit | None) -> Emit:

@@ -1,4 +1,4 @@
-"""The four knowledge-base tools of seed 003: search, summarise, feedback, statistics.
+"""The knowledge-base tools of seed 003 (search, summarise, feedback, statistics) and ``delete_document``.
 
 Every search carries the caller's identity and groups from the run (never from the model's arguments), so
 the permission filter inside the knowledge base applies to tools exactly as to the retrieve node.
@@ -112,6 +112,40 @@ def knowledge_tools(services: KnowledgeServices) -> list[ToolSpec]:
             )
         return json.dumps(kb.stats(), ensure_ascii=False, default=str)
 
+    def _document(doc_id: str, settings: Any) -> tuple[Any, Any]:
+        """The knowledge base and the manifest record of ``doc_id`` (a source path, or a ``path#n`` id)."""
+        kb = services.knowledge(settings)
+        source = doc_id.strip().rsplit("#", 1)[0] if "#" in doc_id else doc_id.strip()
+        record = kb.manifest.get(source) if kb is not None else None
+        visible = set(getattr(settings, "group_list", ("public",)))
+        if record is None or not visible & set(record.groups or ["public"]):
+            # A document the caller may not see is reported exactly like one that does not exist.
+            raise ToolError(
+                f"no document {source!r} in the knowledge base; document ids are the part of a passage id "
+                "before '#' (search_knowledge shows them)"
+            )
+        return kb, record
+
+    def describe_delete(args: dict[str, Any], tool_context: ToolContext) -> str:
+        _kb, record = _document(str(args.get("doc_id", "")), tool_context.settings)  # ToolError: not asked
+        return (
+            f"permanently delete document {record.source!r} ({len(record.chunk_ids)} chunks, groups "
+            f"{', '.join(record.groups) or 'public'}) from the knowledge base: its chunks are removed from "
+            "the vector index (Chroma) and the keyword index (BM25)"
+        )
+
+    def delete_document(doc_id: str, *, tool_context: ToolContext) -> str:
+        kb, record = _document(doc_id, tool_context.settings)
+        removed = kb.delete_document(record.source)
+        return json.dumps(
+            {
+                "deleted": record.source,
+                "chunks_removed": removed,
+                "documents_left": kb.stats().get("documents"),
+            },
+            ensure_ascii=False,
+        )
+
     return [
         ToolSpec(
             name="search_knowledge",
@@ -136,6 +170,8 @@ def knowledge_tools(services: KnowledgeServices) -> list[ToolSpec]:
                 "additionalProperties": False,
             },
             handler=search_knowledge,
+            domain="knowledge",
+            always_on=True,
             permissions=("kb:read",),
         ),
         ToolSpec(
@@ -155,6 +191,8 @@ def knowledge_tools(services: KnowledgeServices) -> list[ToolSpec]:
                 "additionalProperties": False,
             },
             handler=generate_summary,
+            domain="knowledge",
+            always_on=True,
             permissions=("kb:read",),
             timeout=120.0,
         ),
@@ -175,6 +213,8 @@ def knowledge_tools(services: KnowledgeServices) -> list[ToolSpec]:
                 "additionalProperties": False,
             },
             handler=submit_feedback,
+            domain="knowledge",
+            always_on=True,
             permissions=("feedback:write",),
         ),
         ToolSpec(
@@ -185,6 +225,36 @@ def knowledge_tools(services: KnowledgeServices) -> list[ToolSpec]:
             ),
             parameters={"type": "object", "properties": {}, "additionalProperties": False},
             handler=knowledge_stats,
+            domain="knowledge",
+            always_on=True,
             permissions=("kb:read",),
+        ),
+        ToolSpec(
+            name="delete_document",
+            description=(
+                "Permanently delete one document (all its chunks) from the knowledge base. Only when the "
+                "user explicitly asks to delete/remove a document; needs the kb:admin permission and a "
+                "person's approval before it runs. doc_id is the source path (the part of a passage id "
+                "before '#')."
+            ),
+            parameters={
+                "type": "object",
+                "properties": {
+                    "doc_id": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": 1000,
+                        "description": "The document's source path, e.g. guides/rag.md",
+                    }
+                },
+                "required": ["doc_id"],
+                "additionalProperties": False,
+            },
+            handler=delete_document,
+            domain="knowledge",
+            always_on=True,
+            permissions=("kb:admin",),
+            requires_approval=True,
+            describe=describe_delete,
         ),
     ]

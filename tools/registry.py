@@ -47,6 +47,7 @@ class ToolContext:
     settings: Any = None  # the run's graph Context, for tools that need more of it
     run_id: str | None = None
     history: tuple[Any, ...] = ()  # the thread's messages up to this call (read-only), e.g. for feedback
+    grant: Any = None  # a tools.permissions.Grant; None: derived from ``settings`` (none at all: everything)
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,8 @@ class ToolSpec:
     source: str = "builtin"
     domain: str = "general"  # for tool search: which area of work the tool belongs to
     always_on: bool = False  # bound every turn, whatever the tool search picks
+    # For approvals: the exact action in words, from the validated arguments and the run's ToolContext.
+    describe: Callable[[dict[str, Any], ToolContext], str] | None = field(default=None, compare=False)
     wants_context: bool = field(default=False, compare=False)
 
     def __post_init__(self) -> None:

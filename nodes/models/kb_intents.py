@@ -137,6 +137,10 @@ def describe_kb_result(tool: str, content: str, zh: bool, question: str) -> str 
             f"The knowledge base holds {data.get('documents', 0)} documents in {data.get('chunks', 0)} chunks; "
             f"last update: {data.get('last_update') or 'never'}; embedding model: {data.get('embedder') or 'none'}."
         )
+    if tool == "delete_document" and isinstance(data, dict) and "deleted" in data:
+        if zh:
+            return f"已删除文档 {data['deleted']}（{data.get('chunks_removed', 0)} 个片段）。"
+        return f"Deleted document {data['deleted']} ({data.get('chunks_removed', 0)} chunks)."
     if tool == "submit_feedback" and isinstance(data, dict):
         rating = data.get("rating")
         return (

@@ -16,7 +16,7 @@ from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGenerationChunk
 
-from nodes.models import intents, kb_intents, memory_intents, summary
+from nodes.models import intents, kb_intents, memory_intents, summary, tool_intents
 from nodes.models.local import LocalChatModel, openai_tools
 from nodes.models.tokens import count_message_tokens, estimate_tokens, has_cjk, message_text
 
@@ -54,7 +54,9 @@ class OfflineChatModel(LocalChatModel):
         turn = list(messages[start + 1 :])
         asked = [m for m in turn if isinstance(m, AIMessage) and m.tool_calls]
         results = {m.tool_call_id: m for m in turn if isinstance(m, ToolMessage)}
-        kb_steps = kb_intents.plan_kb_steps(question, names, messages)
+        kb_steps = tool_intents.plan_tool_steps(question, names)
+        if kb_steps is None:
+            kb_steps = kb_intents.plan_kb_steps(question, names, messages)
         rounds = intents.rounds_of(kb_steps if kb_steps is not None else intents.plan_steps(question, names))
         if not rounds and "calculator" in names:
             # "把第一个问题的结果乘以 2": an earlier turn's result, from the history or the running summary.
@@ -96,7 +98,11 @@ class OfflineChatModel(LocalChatModel):
             return self._message("", tool_calls=calls, messages=messages)
         if executed:
             return self._message(self._compose(question, executed), messages=messages)
-        reply = memory_intents.memory_reply(question) or kb_intents.knowledge_reply(question, messages, names)
+        reply = (
+            tool_intents.unavailable_reply(question, names)
+            or memory_intents.memory_reply(question)
+            or kb_intents.knowledge_reply(question, messages, names)
+        )
         return self._message(reply or intents.capabilities_reply(question, names), messages=messages)
 
     @staticmethod

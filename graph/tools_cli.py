@@ -1,0 +1,158 @@
+"""``kb-agent tools list|call``: the tool platform from the command line.
+
+``call`` runs one call exactly as the agent's tools node does — schema validation, the caller's
+permissions, a y/N approval for high-impact tools, the timeout — so an operator can try a tool (an MCP
+server's, say) without a model in the loop. Exit codes: 0 done, 1 the tool failed, 2 bad ``--args``,
+4 permission denied, 5 approval refused.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from graph.context import ConfigError, Context
+from tools.approval import ApprovalDecision, ApprovalRequest, Approver
+from tools.executor import ToolCallRequest, ToolExecutor
+from tools.permissions import grant_for
+from tools.registry import ToolContext, ToolRegistry
+
+tools_app = typer.Typer(no_args_is_help=True, help="The tools the agent can call: list them, call one.")
+out = Console()
+err = Console(stderr=True)
+
+
+def _fail(message: str, code: int = 1) -> None:
+    err.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def _context(user: str | None, roles: str | None) -> Context:
+    try:
+        ctx = Context()
+        changes = {k: v for k, v in {"user_id": user, "roles": roles}.items() if v}
+        return Context(**{**ctx.__dict__, **changes}) if changes else ctx
+    except ConfigError as exc:
+        _fail(str(exc))
+        raise  # unreachable: _fail exits
+
+
+def _registry(ctx: Context) -> ToolRegistry:
+    from graph.builder import app_registry  # the same tools the graph binds, MCP servers included
+
+    try:
+        return app_registry(ctx)
+    except (ConfigError, ValueError) as exc:
+        _fail(str(exc))
+        raise
+
+
+def prompt_approver(console: Console) -> Approver:
+    """Ask y/N on the terminal; no answer (end of input) is a no."""
+
+    def approve(request: ApprovalRequest) -> ApprovalDecision:
+        console.print(f"[bold yellow]approval needed[/bold yellow]: {escape(request.description)}")
+        args = json.dumps(request.args, ensure_ascii=False)
+        console.print(f"  tool [bold]{escape(request.tool)}[/bold] ({request.source}) with {escape(args)}")
+        try:
+            yes = typer.confirm("Approve this call?", default=False, err=True)
+        except typer.Abort:
+            return ApprovalDecision(False, "no answer was given")
+        return ApprovalDecision(True, "approved at the terminal") if yes else ApprovalDecision(False, "")
+
+    return approve
+
+
+@tools_app.command("list")
+def list_tools(
+    user: str | None = typer.Option(None, "--user", "-u", help="Show what this user may call."),
+    roles: str | None = typer.Option(None, "--roles", help="Roles for this run (comma-separated)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Every tool: where it comes from, what it needs, whether it asks for approval."""
+    ctx = _context(user, roles)
+    registry = _registry(ctx)
+    grant = grant_for(ctx)
+    rows: list[dict[str, Any]] = [
+        {
+            "name": spec.name,
+            "source": spec.source,
+            "domain": spec.domain,
+            "permissions": list(spec.permissions),
+            "approval": spec.requires_approval,
+            "allowed": grant.permits(spec),
+            "description": spec.description,
+        }
+        for spec in registry
+    ]
+    if as_json:
+        typer.echo(json.dumps(rows, ensure_ascii=False, indent=2))
+        return
+    table = Table("tool", "source", "permissions", "approval", "allowed")
+    for row in rows:
+        table.add_row(
+            row["name"],
+            row["source"],
+            ", ".join(row["permissions"]) or "-",
+            "yes" if row["approval"] else "-",
+            "yes" if row["allowed"] else "[red]no[/red]",
+        )
+    out.print(table)
+    out.print(f"[dim]user {escape(ctx.user_id)} · roles {escape(', '.join(grant.roles) or 'none')}[/dim]")
+
+
+@tools_app.command("call")
+def call_tool(
+    name: str = typer.Argument(..., help="The tool to call."),
+    args: str = typer.Option("{}", "--args", "-a", help="The arguments as a JSON object."),
+    user: str | None = typer.Option(None, "--user", "-u", help="Call as this user."),
+    roles: str | None = typer.Option(None, "--roles", help="Roles for this run (comma-separated)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the outcome as JSON."),
+) -> None:
+    """Run one call through the platform: validation, permission, approval, timeout."""
+    try:
+        parsed = json.loads(args)
+    except json.JSONDecodeError as exc:
+        _fail(f"--args is not valid JSON (column {exc.colno}): {exc.msg}", 2)
+    if not isinstance(parsed, dict):
+        _fail('--args must be a JSON object, e.g. \'{"query": "RAG"}\'', 2)
+    logging.getLogger("kb_agent").setLevel(logging.ERROR)  # the outcome below says it once
+    ctx = _context(user, roles)
+    registry = _registry(ctx)
+    if name not in registry:
+        _fail(f"unknown tool {name!r}; `kb-agent tools list` shows the tools", 2)
+    grant = grant_for(ctx)
+    executor = ToolExecutor(registry, concurrency=1, timeout=ctx.tool_timeout)
+    call = ToolCallRequest(id=f"cli_{uuid.uuid4().hex[:12]}", name=name, args=parsed)
+    tool_ctx = ToolContext(
+        user_id=ctx.user_id, timezone=ctx.timezone, settings=ctx, run_id=call.id, grant=grant
+    )
+    events: list[dict[str, Any]] = []
+    [outcome] = executor.run([call], tool_ctx, emit=events.append, approver=prompt_approver(err))
+    statuses = {e.get("status") for e in events}
+    if as_json:
+        typer.echo(
+            json.dumps(
+                {"tool": name, "status": outcome.status, "content": outcome.content, "events": events},
+                ensure_ascii=False,
+                indent=2,
+            )
+        )
+    elif outcome.status == "success":
+        out.print(escape(outcome.content))
+    else:
+        err.print(f"[red]{escape(outcome.content)}[/red]", soft_wrap=True)
+    if outcome.status == "success":
+        return
+    if "denied" in statuses:
+        raise typer.Exit(4)
+    if "approval_denied" in statuses:
+        raise typer.Exit(5)
+    raise typer.Exit(1)

@@ -1,0 +1,109 @@
+"""Human approval for high-impact tools: the exact action is shown, a person says yes or no.
+
+The graph asks through LangGraph's ``interrupt()``, so the question survives restarts in the checkpoint and
+works the same from Python, the CLI and a LangGraph server; the answer comes back with
+``Command(resume={"approved": true|false, "reason": ...})``. An approval covers one call: the next call to the
+same tool asks again.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from langgraph.types import interrupt
+
+APPROVAL_KIND = "tool_approval"
+RESUME_HINT = 'resume with Command(resume={"approved": true|false, "reason": "..."})'
+MAX_INVALID_ANSWERS = 5
+
+
+class InvalidApprovalError(ValueError):
+    """A resume value that is not an approval decision."""
+
+
+@dataclass(frozen=True)
+class ApprovalRequest:
+    """One pending call shown to a person: which tool, the exact arguments and what it will do."""
+
+    call_id: str
+    tool: str
+    args: dict[str, Any]
+    description: str
+    source: str = "builtin"
+
+    def payload(self, error: str = "") -> dict[str, Any]:
+        """The JSON-safe value carried by the interrupt (shown by Studio, the SDK and the CLI)."""
+        data: dict[str, Any] = {
+            "kind": APPROVAL_KIND,
+            "tool": self.tool,
+            "call_id": self.call_id,
+            "args": self.args,
+            "description": self.description,
+            "source": self.source,
+            "how_to_answer": RESUME_HINT,
+        }
+        if error:
+            data["error"] = error
+        return data
+
+
+@dataclass(frozen=True)
+class ApprovalDecision:
+    approved: bool
+    reason: str = ""
+
+
+Approver = Callable[[ApprovalRequest], ApprovalDecision]
+
+
+def parse_decision(value: Any) -> ApprovalDecision:
+    """Read a resume value; anything but ``{"approved": bool, "reason"?: str}`` is refused with the reason.
+
+    A bare ``True``/``False`` is not accepted on purpose: the answer must say what it is an answer to.
+    """
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            raise InvalidApprovalError(
+                f"the answer {value!r:.80} is not an approval; {RESUME_HINT}"
+            ) from None
+    if not isinstance(value, dict):
+        raise InvalidApprovalError(f"the answer {value!r:.80} is not an approval; {RESUME_HINT}")
+    approved = value.get("approved")
+    if not isinstance(approved, bool):
+        raise InvalidApprovalError(f"'approved' must be true or false, got {approved!r:.40}; {RESUME_HINT}")
+    extra = set(value) - {"approved", "reason"}
+    if extra:
+        raise InvalidApprovalError(f"unexpected field(s) {', '.join(sorted(extra))}; {RESUME_HINT}")
+    reason = value.get("reason", "")
+    if reason is None:
+        reason = ""
+    if not isinstance(reason, str):
+        raise InvalidApprovalError(f"'reason' must be text, got {type(reason).__name__}; {RESUME_HINT}")
+    return ApprovalDecision(approved=approved, reason=reason.strip()[:500])
+
+
+def interrupt_approver(request: ApprovalRequest) -> ApprovalDecision:
+    """Pause the graph with the request; a malformed answer asks again, saying what was wrong.
+
+    After :data:`MAX_INVALID_ANSWERS` unusable answers the call is treated as rejected, so a broken client
+    cannot keep a thread paused for ever.
+    """
+    error = ""
+    for _ in range(MAX_INVALID_ANSWERS):
+        answer = interrupt(request.payload(error))
+        try:
+            return parse_decision(answer)
+        except InvalidApprovalError as exc:
+            error = str(exc)
+    return ApprovalDecision(False, f"no valid approval was given ({error})")
+
+
+def describe_call(tool: str, args: dict[str, Any]) -> str:
+    """The default description: the tool and its exact arguments."""
+    shown = json.dumps(args, ensure_ascii=False, sort_keys=True, default=str)
+    return f"run tool {tool!r} with arguments {shown}"
