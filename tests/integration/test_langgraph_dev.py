@@ -63,6 +63,7 @@ def _server_env(home: Path) -> dict[str, str]:
     }
     env.update(
         KB_AGENT_HOME=str(home),
+        KB_AGENT_EMBEDDER="hashing",  # the knowledge base below is indexed with it (no model to load)
         LANGGRAPH_CLI_NO_ANALYTICS="1",
         LANGGRAPH_NO_VERSION_CHECK="1",
         LANGSMITH_TRACING="false",
@@ -109,6 +110,20 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     log = tmp / "server.log"
     if not exe.exists():
         pytest.skip(f"langgraph CLI not found at {exe}; install langgraph-cli[inmem] into this venv")
+
+    # A document for the approval test, ingested before the server opens the store (one writer at a time).
+    docs = tmp / "docs"
+    docs.mkdir()
+    (docs / "old-policy.md").write_text("# Old policy\n\nThe 2019 travel policy, superseded.\n", "utf-8")
+    ingest = subprocess.run(
+        [sys.executable, "-m", "graph.cli", "ingest", str(docs)],
+        cwd=REPO_ROOT,
+        env=_server_env(tmp / "kb-home"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert ingest.returncode == 0, ingest.stderr
 
     port = _free_port()
     cmd = [
@@ -284,3 +299,43 @@ def test_stream_custom_tool_events(client: SyncLangGraphClient, server: Server) 
     updates = [data for event, data in events if event.split("|")[0] == "updates"]
     nodes = [node for update in updates if isinstance(update, dict) for node in update]
     assert "tools" in nodes and "agent" in nodes, _why(server, f"update nodes: {nodes!r}")
+
+
+def test_approval_pauses_the_run_and_resumes_through_the_api(
+    client: SyncLangGraphClient, server: Server
+) -> None:
+    """delete_document waits for a person via the standard interrupt; rejecting, then approving, resumes."""
+    thread_id = client.threads.create()["thread_id"]
+    admin = {"user_id": "alice", "roles": "admin"}
+    client.runs.wait(
+        thread_id,
+        GRAPH_ID,
+        input={"messages": [{"role": "user", "content": "删除文档 old-policy.md"}]},
+        context=admin,
+        raise_error=False,
+    )
+    state = client.threads.get_state(thread_id)
+    interrupts = [i for task in state["tasks"] for i in task.get("interrupts", [])]
+    assert len(interrupts) == 1, _why(server, f"no pending approval: {state!r}")
+    payload = interrupts[0]["value"]
+    assert payload["kind"] == "tool_approval" and payload["tool"] == "delete_document"
+    assert payload["args"] == {"doc_id": "old-policy.md"} and "old-policy.md" in payload["description"]
+    assert client.threads.get(thread_id)["status"] == "interrupted"
+
+    # Not an approval: the run pauses again and says what was wrong.
+    client.runs.wait(thread_id, GRAPH_ID, command={"resume": "sure"}, context=admin, raise_error=False)
+    state = client.threads.get_state(thread_id)
+    again = [i["value"] for task in state["tasks"] for i in task.get("interrupts", [])]
+    assert again and "not an approval" in again[0]["error"], _why(server, repr(state))
+
+    client.runs.wait(
+        thread_id, GRAPH_ID, command={"resume": {"approved": True}}, context=admin, raise_error=False
+    )
+    messages = client.threads.get_state(thread_id)["values"]["messages"]
+    tool = next(m for m in messages if m["type"] == "tool" and m["name"] == "delete_document")
+    assert '"deleted": "old-policy.md"' in tool["content"], _why(server, repr(tool))
+    assert client.threads.get(thread_id)["status"] == "idle"
+
+    # The document is gone for the server's retrievers too.
+    stats = _ask(client, server, thread_id, "知识库里有多少文档？")
+    assert "0 篇文档" in stats["messages"][-1]["content"], _why(server, repr(stats["messages"][-1]))
