@@ -297,7 +297,8 @@ class MCPManager:
             raise MCPUnavailableError(
                 f"MCP server {server!r} is not available: it {exc.args[0]}; it will be tried again on the next call"
             ) from None
-        assert link.session is not None and link.owner is not None
+        if link.session is None or link.owner is None or link.owner.done():
+            raise self._lost(server, link, f"the session ended ({link.failure or 'no reason given'})")
         request = asyncio.ensure_future(link.session.call_tool(tool, arguments))
         request.add_done_callback(_observed)
         try:
