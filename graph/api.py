@@ -32,6 +32,7 @@ from nodes.models.tokens import message_text
 from nodes.summarize import full_history
 from nodes.turn import last_human_index
 from stores.checkpoint import open_checkpointer
+from stores.checkpoint_prune import PruneReport, prune_thread
 from stores.threads import ThreadInfo, ThreadOwnershipError, ThreadRegistry
 from tools.approval import APPROVAL_KIND, parse_decision
 
@@ -53,6 +54,8 @@ class EmptyQuestionError(ValueError):
 class NoPendingApprovalError(ValueError):
     """A resume for a thread that is not waiting for an approval."""
 
+
+log = logging.getLogger("kb_agent.api")
 
 Approve = Callable[[dict[str, Any]], Any]  # an interrupt payload -> {"approved": bool, "reason": str}
 
@@ -129,6 +132,7 @@ class Agent:
         self.registry = (
             threads if threads is not None else ThreadRegistry(context.data_dir, context.checkpoint_url)
         )
+        self._pruned: dict[str, str | None] = {}  # thread -> newest checkpoint id at its last prune
 
     def _run_args(self, thread_id: str, user_id: str | None) -> tuple[dict[str, Any], Context]:
         ctx = self.context if user_id is None else dataclasses.replace(self.context, user_id=user_id)
@@ -200,6 +204,11 @@ class Agent:
                 payload = Command(resume=approve(pending[0]))
         finally:
             self.registry.touch(thread_id)
+        if ctx.checkpoint_prune:
+            try:
+                self.prune(thread_id, user_id=ctx.user_id)
+            except Exception:  # housekeeping: the answer is saved whatever happens here
+                log.exception("pruning thread %s failed", thread_id)
         state = self.graph.get_state(config)
         values = state.values
         answer = turn_answer(values.get("messages", []), thread_id, ctx.user_id, values.get("stop_reason"))
@@ -236,6 +245,19 @@ class Agent:
         self._owned(thread_id, user_id)
         self.checkpointer.delete_thread(thread_id)
         self.registry.delete(thread_id, user_id or self.context.user_id)
+
+    def prune(self, thread_id: str, *, user_id: str | None = None, keep_recent: int = 1) -> PruneReport:
+        """Delete the thread's checkpoints that add nothing to its history (see ``stores.checkpoint_prune``).
+
+        The current state and every message ever said (``history(include_folded=True)``) stay; what goes
+        is time travel to the intermediate steps.
+        """
+        self._owned(thread_id, user_id)
+        report = prune_thread(
+            self.checkpointer, thread_id, keep_recent=keep_recent, since=self._pruned.get(thread_id)
+        )
+        self._pruned[thread_id] = report.latest
+        return report
 
     def memories(self, user_id: str | None = None) -> list[dict[str, Any]]:
         """This user's long-term memories, newest first (after pending updates are applied)."""

@@ -289,6 +289,21 @@ def threads_clear(
     out.print(f"[dim]thread {thread} cleared[/dim]")
 
 
+@threads_app.command("prune")
+def threads_prune(
+    thread: str = typer.Argument(..., help="The thread id."),
+    user: str | None = typer.Option(None, "--user", "-u", help="Who is asking."),
+    keep: int = typer.Option(1, "--keep", min=1, help="Most recent checkpoints kept whatever they hold."),
+) -> None:
+    """Shrink a thread's checkpoints; every message stays readable (``threads history --all``)."""
+    try:
+        with open_agent(_context(user)) as agent:
+            report = agent.prune(thread, keep_recent=keep)
+    except USER_ERRORS as exc:
+        fail(str(exc))
+    out.print(f"thread {thread}: {report.deleted} checkpoints deleted, {report.kept} kept")
+
+
 @app.command("config")
 def show_config() -> None:
     """Show every setting, its environment variable and default."""

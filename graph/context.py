@@ -238,6 +238,13 @@ class Context:
             "description": "postgresql://… to keep threads in Postgres instead of SQLite under data_dir."
         },
     )
+    checkpoint_prune: bool = field(
+        default=False,
+        metadata={
+            "description": "After each turn, delete checkpoints that add nothing to the history "
+            "(the full history stays; time travel to intermediate steps goes)."
+        },
+    )
 
     def __post_init__(self) -> None:
         environ = os.environ
