@@ -2,6 +2,7 @@
 
     python bench/long_thread.py                  # 1,000 turns in a temp dir
     python bench/long_thread.py --turns 200 --json out.json
+    python bench/long_thread.py --prune          # the same with KB_AGENT_CHECKPOINT_PRUNE
 
 Per turn: wall time of ``Agent.ask``, prompt tokens of every model request of the turn (the offline
 model's ``usage_metadata["input_tokens"]`` = the request's messages, plus the tool definitions the
@@ -94,7 +95,7 @@ def checkpoint_stats(data_dir: Path) -> dict[str, int]:
     }
 
 
-def run(turns: int) -> dict[str, Any]:
+def run(turns: int, prune: bool = False) -> dict[str, Any]:
     logging.disable(logging.WARNING)  # the summarize node logs every fold at INFO
     model = OfflineChatModel()
     tools = count_tool_tokens(default_registry().definitions())  # what the budget charges per request
@@ -107,7 +108,7 @@ def run(turns: int) -> dict[str, Any]:
     requests = 0
     with tempfile.TemporaryDirectory() as tmp:
         data_dir = Path(tmp)
-        with open_agent(_context(tmp), model=model) as agent:
+        with open_agent(_context(tmp, prune), model=model) as agent:
             for i in range(1, turns + 1):
                 started = time.perf_counter()
                 agent.ask(question(i), thread_id=THREAD)
@@ -143,24 +144,33 @@ def run(turns: int) -> dict[str, Any]:
         "state_messages_at_end": kept,
         "summary_chars_at_end": summary_chars,
         **stats,
-        "pruning": "none: neither the summarize node nor stores.checkpoint prunes; "
-        "SqliteSaver.prune raises NotImplementedError",
+        "pruning": "after every turn (KB_AGENT_CHECKPOINT_PRUNE): freed pages are reused, the file is "
+        "not vacuumed"
+        if prune
+        else "none (KB_AGENT_CHECKPOINT_PRUNE off)",
         "per_turn": {"latency_ms": [round(x * 1000, 3) for x in latencies], "prompt": prompts, "db": sizes},
     }
 
 
-def _context(data_dir: str) -> Context:
-    return Context(model=OFFLINE_MODEL, data_dir=data_dir, long_term_memory=False, checkpoint_url="")
+def _context(data_dir: str, prune: bool = False) -> Context:
+    return Context(
+        model=OFFLINE_MODEL,
+        data_dir=data_dir,
+        long_term_memory=False,
+        checkpoint_url="",
+        checkpoint_prune=prune,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--turns", type=int, default=1000)
     parser.add_argument("--json", type=Path, help="write all figures (with per-turn series) here")
+    parser.add_argument("--prune", action="store_true", help="prune checkpoints after every turn")
     args = parser.parse_args(argv)
     if args.turns < 20:
         parser.error("--turns must be at least 20 (first 10 vs last 10)")
-    result = run(args.turns)
+    result = run(args.turns, args.prune)
     for key, value in result.items():
         if key != "per_turn":
             print(f"{key:36} {value}")

@@ -32,7 +32,7 @@ from nodes.models.tokens import message_text
 from nodes.summarize import full_history
 from nodes.turn import last_human_index
 from stores.checkpoint import open_checkpointer
-from stores.checkpoint_prune import PruneReport, prune_thread
+from stores.checkpoint_prune import PruneReport, discard_after, prune_thread
 from stores.threads import ThreadInfo, ThreadOwnershipError, ThreadRegistry
 from tools.approval import APPROVAL_KIND, parse_decision
 
@@ -191,6 +191,7 @@ class Agent:
         approve: Approve | None,
     ) -> Answer:
         thread_id = config["configurable"]["thread_id"]
+        before = self.graph.get_state(config).config.get("configurable", {}).get("checkpoint_id")
         try:
             while True:
                 for mode, chunk in self.graph.stream(
@@ -202,6 +203,15 @@ class Agent:
                 if not pending or approve is None or not _is_approval(pending[0]):
                     break
                 payload = Command(resume=approve(pending[0]))
+        except BaseException:
+            # A turn is saved whole or not at all: the steps it did write are discarded.
+            try:
+                discard_after(self.checkpointer, thread_id, before)
+                if before is None:
+                    self.registry.delete(thread_id, ctx.user_id)
+            except Exception:
+                log.exception("could not undo the failed turn of thread %s", thread_id)
+            raise
         finally:
             self.registry.touch(thread_id)
         if ctx.checkpoint_prune:

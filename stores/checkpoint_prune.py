@@ -8,7 +8,7 @@ of checkpoints, and the full history (``/history --all``) survives if we keep
 * the latest checkpoints (``keep_recent``, at least one: the thread's current state and pending writes),
 * and every checkpoint right before one that removed messages (the last copy of the folded messages).
 
-Everything else is deleted. Time travel to a deleted step is what is given up; say so where this is
+Everything else is deleted. :func:`discard_after` is the other use: undoing a failed turn. Time travel to a deleted step is what is given up; say so where this is
 offered. SQLite rows are deleted directly; Postgres rows too, with the blobs no kept checkpoint uses.
 """
 
@@ -70,6 +70,23 @@ def prune_thread(
     if deleted:
         _delete(saver, thread_id, doomed)
     return PruneReport(thread_id=thread_id, kept=total - deleted, deleted=deleted, latest=latest)
+
+
+def discard_after(saver: BaseCheckpointSaver, thread_id: str, checkpoint_id: str | None) -> int:
+    """Delete every checkpoint of ``thread_id`` newer than ``checkpoint_id`` (None: all of them).
+
+    This is how a failed turn is undone: the thread is left exactly as it was before the turn began.
+    """
+    doomed: dict[str, list[str]] = {}
+    for item in saver.list({"configurable": {"thread_id": thread_id}}):
+        cid = str(item.config["configurable"]["checkpoint_id"])
+        if checkpoint_id is not None and cid <= checkpoint_id:
+            break
+        doomed.setdefault(str(item.config["configurable"].get("checkpoint_ns", "")), []).append(cid)
+    count = sum(len(ids) for ids in doomed.values())
+    if count:
+        _delete(saver, thread_id, doomed)
+    return count
 
 
 def _delete(saver: BaseCheckpointSaver, thread_id: str, doomed: dict[str, list[str]]) -> None:
