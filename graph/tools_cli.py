@@ -70,6 +70,17 @@ def prompt_approver(console: Console) -> Approver:
     return approve
 
 
+def _mcp_problems(ctx: Context) -> None:
+    """Servers (or single tools) of the MCP config that did not load, one warning line each."""
+    if not ctx.mcp_config:
+        return
+    from tools.mcp import shared_manager
+
+    manager = shared_manager(ctx.mcp_config)
+    for server, why in {**manager.errors, **manager.skipped}.items():
+        err.print(f"[yellow]warning:[/yellow] MCP {escape(server)}: {escape(why)}", soft_wrap=True)
+
+
 @tools_app.command("list")
 def list_tools(
     user: str | None = typer.Option(None, "--user", "-u", help="Show what this user may call."),
@@ -80,6 +91,7 @@ def list_tools(
     ctx = _context(user, roles)
     registry = _registry(ctx)
     grant = grant_for(ctx)
+    _mcp_problems(ctx)
     rows: list[dict[str, Any]] = [
         {
             "name": spec.name,
