@@ -39,6 +39,7 @@ CANDIDATES = 50  # per-retriever list length fed to the fusion
 BEST_DOMAINS = 2
 DOMAIN_WEIGHT = 0.5  # the domain ranking nudges, it does not override what the tools' own texts say
 FIND_TOOLS_MAX = 20
+QUERY_CACHE_SIZE = 64
 
 Allowed = Callable[[ToolSpec], bool]
 AllowedFactory = Callable[[ToolContext], Allowed]
@@ -123,6 +124,8 @@ class ToolSearch:
         for spec, text in zip(self.specs, texts, strict=True):
             pooled[domain_index[spec.domain]].extend(tokenize(text))
         self._domains = _Keywords(pooled)
+        self._lock = threading.Lock()
+        self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
         self._vectors: np.ndarray | None = None
         self._centroids: np.ndarray | None = None
         if embedder is not None and self.specs:
@@ -157,7 +160,7 @@ class ToolSearch:
         rankings: dict[str, list[int]] = {"bm25": _ranked(self._tools.scores(terms, mask), keep, pool)}
         query_vector = None
         if self._vectors is not None and self.embedder is not None:
-            query_vector = np.asarray(self.embedder.embed_query(query), dtype=np.float32)
+            query_vector = self._query_vector(query)
             similarity = self._vectors @ query_vector
             # cosine can be <= 0 for a relevant tool; shift so every allowed row ranks
             rankings["vector"] = _ranked(similarity - similarity.min() + 1e-6, keep, pool)
@@ -176,6 +179,21 @@ class ToolSearch:
             weights={"domain": self.domain_weight},
         )
         return [(self.specs[int(row)].name, score) for row, score, _ in fused[:k]]
+
+    def _query_vector(self, query: str) -> np.ndarray:
+        """The request's embedding, remembered: every model round of a turn searches the same request."""
+        assert self.embedder is not None
+        with self._lock:
+            found = self._queries.get(query)
+            if found is not None:
+                self._queries.move_to_end(query)
+                return found
+        vector = np.asarray(self.embedder.embed_query(query), dtype=np.float32)
+        with self._lock:
+            self._queries[query] = vector
+            while len(self._queries) > QUERY_CACHE_SIZE:
+                self._queries.popitem(last=False)
+        return vector
 
     def _best_domains(self, terms: list[str], query_vector: np.ndarray | None, keep: np.ndarray) -> list[int]:
         """The domains that best fit the request, among those with at least one allowed tool."""

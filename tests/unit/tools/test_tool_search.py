@@ -146,6 +146,20 @@ def test_denied_tool_is_never_a_candidate_even_when_it_is_the_best_match(hybrid_
     assert hybrid_500.search(query, 8, allowed=lambda s: False) == []
 
 
+def test_query_embedding_is_computed_once_for_repeated_rounds(catalog_500: list[ToolSpec]) -> None:
+    class Counting(HashingEmbedder):
+        queries = 0
+
+        def embed_query(self, text: str) -> Any:
+            Counting.queries += 1
+            return super().embed_query(text)
+
+    index = ToolSearch(catalog_500[:40], embedder=Counting())
+    first = index.search("send an email to the team", 5)
+    assert index.search("send an email to the team", 5) == first
+    assert Counting.queries == 1
+
+
 def test_duplicate_tool_names_are_refused_with_the_name() -> None:
     with pytest.raises(ValueError, match="'send_mail'"):
         ToolSearch([spec("send_mail", "Send an email."), spec("send_mail", "Send a letter.")])
