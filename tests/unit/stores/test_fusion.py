@@ -73,6 +73,19 @@ def test_convex_zscore() -> None:
     assert [doc for doc, _, _ in fused] == ["a", "b", "d", "c"]
 
 
+def test_convex_max_keeps_zero_as_no_evidence_and_normalisers_per_retriever() -> None:
+    fused = convex({"bm25": {"a": 4.0, "b": 1.0}}, normalise="max")
+    assert fused == [("a", 1.0, ["bm25"]), ("b", pytest.approx(0.25), ["bm25"])]  # minmax would give b 0
+    assert convex({"bm25": {"a": 0.0}}, normalise="max") == [("a", 0.0, ["bm25"])]
+    mixed = convex(
+        {"vector": {"a": 0.9, "b": 0.8, "c": 0.7}, "bm25": {"c": 3.0, "b": 1.0}},
+        normalise={"bm25": "max"},  # vector left out: minmax
+    )
+    assert {doc: s for doc, s, _ in mixed} == pytest.approx({"a": 1.0, "b": 0.5 + 1 / 3, "c": 1.0})
+    with pytest.raises(ValueError, match="minmax"):
+        convex({"vector": {"a": 1.0}}, normalise={"vector": "softmax"})
+
+
 def test_convex_empty_and_bad_normaliser() -> None:
     assert convex({}) == []
     assert convex({"vector": {}}) == []
