@@ -31,6 +31,7 @@ from nodes.memory_extraction import RunMemory
 from nodes.retrieve import KnowledgeSource, make_retrieve
 from nodes.services import knowledge_services, open_knowledge_base
 from nodes.summarize import make_summarize
+from nodes.tool_choice import add_find_tools
 from nodes.turn import last_human_index
 from nodes.update_memory import make_update_memory
 from stores.base import MemoryStore
@@ -87,6 +88,7 @@ def app_registry(ctx: Context | None = None, *, strict: bool = True) -> ToolRegi
             if strict:
                 raise
             log.exception("MCP servers not loaded")
+    add_find_tools(registry, ctx.tool_candidates)
     return registry
 
 
@@ -104,6 +106,7 @@ def build_builder(
     dir, if anything was ingested), or None for none.
     """
     registry = registry if registry is not None else app_registry(strict=False)
+    add_find_tools(registry)  # a catalog too big to bind whole gets the find_tools meta-tool
     builder = StateGraph(State, input_schema=InputState, context_schema=Context)
     builder.add_node("load_memory", make_load_memory(memory))
     builder.add_node("retrieve", make_retrieve(knowledge, model))

@@ -152,6 +152,13 @@ class Context:
         default=8,
         metadata={"description": "Tools bound per turn when there are more (tool search picks them)."},
     )
+    tool_search_embedder: str = field(
+        default="usem3",
+        metadata={
+            "description": "Embedder for tool search over large catalogs (empty: keywords only); "
+            "vectors are cached under data_dir."
+        },
+    )
     mcp_config: str = field(
         default="",
         metadata={"description": 'JSON file of MCP servers: {"servers": {name: {"transport": ...}}}.'},

@@ -14,6 +14,7 @@ before ranking: a tool the caller may not use is never a candidate, so it cannot
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import re
@@ -243,15 +244,15 @@ def select_tools(
 ) -> list[ToolSpec]:
     """The tools to bind for this round, in catalog order (a stable prefix helps prompt caching).
 
-    A catalog of at most ``k`` allowed tools is bound whole, without searching (nor ``find_tools``, which
-    would have nothing to find). Otherwise: every ``always_on`` tool, the ``loaded`` ones the model found
+    A catalog of at most ``k`` allowed tools that are not always on is bound whole, without searching (nor
+    ``find_tools``, which would have nothing to find). Otherwise: every ``always_on`` tool, the ``loaded`` ones the model found
     with ``find_tools`` earlier in the turn, then the best search hits until ``k`` tools that are not
     always on; ``find_tools`` itself is bound when it is registered.
     """
     specs = list(registry_or_specs)
     visible = [spec for spec in specs if allowed is None or allowed(spec)]
     catalog = [spec for spec in visible if spec.name != FIND_TOOLS]
-    if len(catalog) <= k:
+    if sum(not spec.always_on for spec in catalog) <= k:
         return catalog
     by_name = {spec.name: spec for spec in catalog}
     chosen = {spec.name for spec in catalog if spec.always_on}
@@ -291,7 +292,9 @@ FIND_TOOLS_PARAMETERS: dict[str, Any] = {
 
 
 def find_tools_spec(
-    search_provider: ToolSearch | Callable[[], ToolSearch], *, allowed: AllowedFactory | None = None
+    search_provider: ToolSearch | Callable[[], ToolSearch] | Callable[[ToolContext], ToolSearch],
+    *,
+    allowed: AllowedFactory | None = None,
 ) -> ToolSpec:
     """The ``find_tools(query, limit=5)`` meta-tool, always bound, returning matches the caller may use.
 
@@ -303,7 +306,11 @@ def find_tools_spec(
     def find_tools(query: str, limit: int = 5, *, tool_context: ToolContext) -> str:
         if not query.strip():
             raise ToolError("find_tools needs a query: describe the action you need, e.g. 'book a flight'")
-        index = search_provider if isinstance(search_provider, ToolSearch) else search_provider()
+        if isinstance(search_provider, ToolSearch):
+            index = search_provider
+        else:  # a provider may take the call's ToolContext (to pick the run's embedder, say)
+            wants = bool(inspect.signature(search_provider).parameters)
+            index = search_provider(tool_context) if wants else search_provider()  # type: ignore[call-arg]
         permitted = allowed(tool_context) if allowed is not None else None
 
         def usable(spec: ToolSpec) -> bool:
