@@ -2,8 +2,9 @@
 
 Every read and write names the user at the storage layer: reads are a Chroma ``where`` on ``user_id``
 (never a filter applied after the fact), writes and deletes look the record up by ``user_id`` AND id and
-delete with both, under a per-user lock so one user's writes are serialised. Recall is hybrid: a vector
-ranking and a jieba keyword-overlap ranking (the seed's method) fused by RRF, ties to the newer record.
+delete with both, under a per-user lock so one user's writes are serialised. Recall is hybrid: the
+seed's jieba keyword overlap, with each shared term weighted by its rarity among the user's memories
+(BM25's IDF), and the vector similarity, fused by a weighted sum of normalised scores, ties to the newer.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
+import math
 import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -33,12 +35,16 @@ from stores.audit import AuditEntry, AuditStore
 from stores.base import MemoryRecord
 from stores.chroma import chroma_client, open_collection
 from stores.embeddings import Embedder
-from stores.fusion import rrf
+from stores.fusion import convex
 from stores.text import tokenize
 
 log = logging.getLogger("kb_agent.memory")
 COLLECTION = "memories"
 RECENT_USER_MESSAGES = 3  # the latest one is what the rules judge; earlier ones are context
+# Share of the vector similarity in recall's fused score (the keyword score has the rest). Chosen on
+# LoCoMo conversations 26–43 and checked on 44–50 (bench/README.md): 0.2–0.4 is a plateau; above 0.5 a
+# close-but-wrong vector neighbour starts to outrank a memory that shares the question's rare words.
+VECTOR_WEIGHT = 0.3
 
 
 def utcnow() -> datetime:
@@ -48,6 +54,48 @@ def utcnow() -> datetime:
 @functools.lru_cache(maxsize=16384)
 def _terms(text: str) -> frozenset[str]:
     return frozenset(tokenize(text))
+
+
+def keyword_scores(query: str, contents: Mapping[str, str]) -> dict[str, float]:
+    """The memories sharing terms with ``query``, scored by the summed IDF of the shared terms.
+
+    IDF is BM25's, ``ln(1 + (N - df + 0.5) / (df + 0.5))`` over ``contents`` (the user's live memories),
+    so a speaker's name that every memory carries counts for little and a rare noun for much. Term
+    frequency and length are ignored on purpose: memories are short, and on LoCoMo BM25's length
+    normalisation lowered recall.
+    """
+    wanted = _terms(query)
+    if not wanted or not contents:
+        return {}
+    terms = {mid: _terms(text) for mid, text in contents.items()}
+    df = dict.fromkeys(wanted, 0)
+    for have in terms.values():
+        for term in wanted & have:
+            df[term] += 1
+    n = len(terms)
+    idf = {term: math.log(1 + (n - f + 0.5) / (f + 0.5)) for term, f in df.items()}
+    scores = {mid: sum(idf[t] for t in wanted & have) for mid, have in terms.items()}
+    return {mid: score for mid, score in scores.items() if score > 0}
+
+
+def fuse(
+    keyword: Mapping[str, float], vector: Mapping[str, float], vector_weight: float = VECTOR_WEIGHT
+) -> dict[str, float]:
+    """Recall's fused score: ``(1 - w) * keyword / max keyword + w * min-max(vector similarity)``.
+
+    The keyword side is divided by its best score, so 0 stays "no shared term" and the best match is 1;
+    the vector side is min-max scaled over its candidates, because cosine similarities sit in a narrow
+    band that depends on the embedder (e5's are compressed into about 0.7–0.9). A weight of 0 or 1
+    leaves one side alone.
+    """
+    if not 0.0 <= vector_weight <= 1.0:
+        raise ValueError(f"vector_weight must be within [0, 1], got {vector_weight}")
+    fused = convex(
+        {"keyword": keyword, "vector": vector},
+        weights={"keyword": 1.0 - vector_weight, "vector": vector_weight},
+        normalise={"keyword": "max", "vector": "minmax"},
+    )
+    return {mid: score for mid, score, _ in fused}
 
 
 def _norm_key(content: str) -> str:
@@ -67,6 +115,9 @@ class ChromaMemoryStore:
 
     ``extractor`` proposes operations from a turn (``nodes.memory_extraction``; the offline extractor when
     None); ``ttl_days`` gives memory types an expiry (e.g. ``{"episodic": 30}``, seed 003 §4.2).
+    ``candidates`` is how many vector neighbours recall asks Chroma for and ``vector_weight`` their share
+    of the fused score (:func:`fuse`); ``rrf_k`` is accepted for callers of the earlier rank fusion and
+    no longer used by recall.
     """
 
     def __init__(
@@ -81,6 +132,7 @@ class ChromaMemoryStore:
         extractor: Extractor | None = None,
         candidates: int = 50,
         rrf_k: int = 60,
+        vector_weight: float = VECTOR_WEIGHT,
         ttl_days: Mapping[str, float] | None = None,
         clock: Callable[[], datetime] = utcnow,
         client: ClientAPI | None = None,
@@ -90,7 +142,9 @@ class ChromaMemoryStore:
         self._collection = open_collection(self._client, collection, embedder, kind="memories")
         self.audit = audit if audit is not None else AuditStore(data_dir, database_url)
         self.extractor = extractor
-        self.candidates, self.rrf_k = candidates, rrf_k
+        if not 0.0 <= vector_weight <= 1.0:
+            raise ValueError(f"vector_weight must be within [0, 1], got {vector_weight}")
+        self.candidates, self.rrf_k, self.vector_weight = candidates, rrf_k, vector_weight
         self.ttl_days = dict(ttl_days or {})
         self.clock = clock
         self._locks: dict[str, threading.RLock] = {}
@@ -178,29 +232,42 @@ class ChromaMemoryStore:
         return rows[0][0] if rows else None
 
     def recall(self, user_id: str, query: str, top_k: int = 5) -> list[MemoryRecord]:
-        """This user's live memories most relevant to ``query``: vector + keyword by RRF, ties to the newer."""
+        """This user's live memories most relevant to ``query``: keyword + vector fused, ties to the newer."""
         rows = self._rows(where=self._live(user_id))
         if not rows or top_k <= 0:
             return []
-        updated = {record["id"]: ts for record, ts in rows}
+        keyword, vector = self._scores(user_id, query, rows)
+        return self._ranked(rows, fuse(keyword, vector, self.vector_weight))[:top_k]
+
+    def _scores(
+        self, user_id: str, query: str, rows: Sequence[tuple[MemoryRecord, float]]
+    ) -> tuple[dict[str, float], dict[str, float]]:
+        """Recall's two inputs for ``rows`` (this user's live memories): keyword and vector scores by id.
+
+        The vector side is the ``candidates`` nearest memories from a Chroma query with the same
+        ``where`` (user and expiry), as cosine similarity; an empty query scores nothing.
+        """
+        if not query.strip() or not rows:
+            return {}, {}
         by_id = {record["id"]: record for record, _ in rows}
-        score: dict[str, float] = {}
-        if query.strip():
-            wanted = _terms(query)
-            overlap = {mid: len(wanted & _terms(r.get("content", ""))) for mid, r in by_id.items()}
-            keyword = sorted(
-                (m for m in overlap if overlap[m] > 0), key=lambda m: (-overlap[m], -updated[m], m)
-            )
-            found = self._collection.query(
-                query_embeddings=[self.embedder.embed_query(query).tolist()],
-                n_results=min(self.candidates, len(rows)),
-                where=self._live(user_id),
-                include=["distances"],
-            )
-            vector = [m for m in found["ids"][0] if m in by_id]
-            score = {m: s for m, s, _ in rrf({"vector": vector, "keyword": keyword}, k=self.rrf_k)}
-        order = sorted(by_id, key=lambda m: (-round(score.get(m, 0.0), 12), -updated[m], m))
-        return [by_id[m] for m in order[:top_k]]
+        keyword = keyword_scores(query, {mid: r.get("content", "") for mid, r in by_id.items()})
+        found = self._collection.query(
+            query_embeddings=[self.embedder.embed_query(query).tolist()],
+            n_results=min(self.candidates, len(rows)),
+            where=self._live(user_id),
+            include=["distances"],
+        )
+        pairs = zip(found["ids"][0], found["distances"][0], strict=True)  # cosine space: 1 - similarity
+        vector = {m: 1.0 - float(d) for m, d in pairs if m in by_id}
+        return keyword, vector
+
+    @staticmethod
+    def _ranked(rows: Sequence[tuple[MemoryRecord, float]], score: Mapping[str, float]) -> list[MemoryRecord]:
+        """``rows`` by ``score`` (missing ids score 0), then the newer first, then id."""
+        order = sorted(
+            rows, key=lambda row: (-round(score.get(row[0]["id"], 0.0), 12), -row[1], row[0]["id"])
+        )
+        return [record for record, _ in order]
 
     def search(self, user_id: str, query: str, top_k: int = 10) -> list[MemoryRecord]:
         return self.recall(user_id, query, top_k)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import threading
 import uuid
 from collections.abc import Sequence
@@ -17,7 +18,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from nodes.memory_rules import ExtractionRequest
 from stores.embeddings import HashingEmbedder
-from stores.memory import ChromaMemoryStore
+from stores.memory import ChromaMemoryStore, fuse, keyword_scores
 
 
 class Clock:
@@ -144,17 +145,52 @@ class PlannedEmbedder:
         return np.asarray([1.0, 0.0], dtype=np.float32)
 
 
-@pytest.mark.filterwarnings("ignore:legacy embedding function config")
-@pytest.mark.parametrize("newer", ["a", "b"])
-def test_recall_ties_go_to_the_newer_memory(tmp_path: Path, clock: Clock, newer: str) -> None:
-    # a: vector rank 1, keyword rank 2; b: vector rank 2, keyword rank 1 -> equal RRF scores.
-    a, b = "用户喜欢咖啡", "用户喜欢咖啡和茶"
-    embedder = PlannedEmbedder({a: [1.0, 0.0], b: [0.8, 0.6]})
-    store = ChromaMemoryStore(tmp_path, embedder=embedder, clock=clock, collection=f"mem_{newer}")
-    order = [b, a] if newer == "a" else [a, b]
-    ids = {text: store.add("alice", "semantic", text)[0]["id"] for text in order}
+@pytest.mark.parametrize("newer", ["semantic", "episodic"])
+def test_recall_ties_go_to_the_newer_memory(store: ChromaMemoryStore, newer: str) -> None:
+    # One content under two types: the same terms and the same vector, so exactly the same fused score.
+    older = "episodic" if newer == "semantic" else "semantic"
+    first, _ = store.add("alice", older, "用户喜欢咖啡和茶")
+    second, _ = store.add("alice", newer, "用户喜欢咖啡和茶")
+    store.add("alice", "semantic", "用户住在杭州")
     found = store.recall("alice", "咖啡 茶", 2)
-    assert [m["id"] for m in found] == [ids[a if newer == "a" else b], ids[b if newer == "a" else a]]
+    assert [m["id"] for m in found] == [second["id"], first["id"]]
+
+
+@pytest.mark.filterwarnings("ignore:legacy embedding function config")
+def test_recall_puts_the_question_s_rare_words_above_a_nearer_neighbour(tmp_path: Path, clock: Clock) -> None:
+    # Every memory shares the speaker's name with the question. RRF (k=60) ranked the nearest vector
+    # neighbour first; the IDF-weighted keyword score lets the one memory naming "pottery class" win.
+    near, rare = "Caroline: I like tea", "Caroline: the pottery class was fun"
+    fillers = [f"Caroline: went to the gym with {name}" for name in ("Mel", "Jon", "Gina", "Tim")]
+    vectors = {near: [1.0, 0.0], rare: [0.0, 1.0], **{f: [0.5, 0.866] for f in fillers}}
+    store = ChromaMemoryStore(tmp_path, embedder=PlannedEmbedder(vectors), clock=clock)
+    ids = {text: store.add("alice", "episodic", text)[0]["id"] for text in [rare, *fillers, near]}
+    found = store.recall("alice", "Caroline pottery class", 2)
+    assert [m["id"] for m in found] == [ids[rare], ids[near]]
+
+
+def test_keyword_scores_weight_shared_terms_by_rarity() -> None:
+    contents = {
+        "a": "Melanie: the kids love pottery",
+        "b": "Melanie: the kids at the beach",
+        "c": "Melanie: kids again",
+        "d": "Caroline: the adoption agency called",
+    }
+    scores = keyword_scores("Did Melanie's kids call the adoption agency?", contents)
+    common, rare = math.log(1 + 1.5 / 3.5), math.log(1 + 3.5 / 1.5)  # df 3 and df 1 of N = 4
+    assert scores == pytest.approx({"a": 2 * common, "b": 2 * common, "c": 2 * common, "d": 3 * rare})
+    assert keyword_scores("the of and", contents) == {} and keyword_scores("pottery", {}) == {}
+
+
+def test_fuse_weights_keyword_by_its_best_and_vector_by_its_range() -> None:
+    keyword, vector = {"a": 2.0, "b": 1.0}, {"b": 0.9, "c": 0.8, "a": 0.7}
+    fused = fuse(keyword, vector, 0.3)
+    assert fused == pytest.approx({"a": 0.7, "b": 0.7 * 0.5 + 0.3, "c": 0.3 * 0.5})
+    assert list(fuse(keyword, vector, 0.0)) == ["a", "b"]  # a weight of 0 or 1 leaves one side alone
+    assert list(fuse(keyword, vector, 1.0)) == ["b", "c", "a"]
+    assert fuse({}, {}, 0.3) == {}
+    with pytest.raises(ValueError, match="vector_weight"):
+        fuse(keyword, vector, 1.5)
 
 
 def test_empty_query_recalls_the_newest(store: ChromaMemoryStore) -> None:
