@@ -17,7 +17,7 @@ import hashlib
 import logging
 import re
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import islice
@@ -30,6 +30,7 @@ from stores.base import Passage
 from stores.chroma import EmbeddingMismatchError, chroma_client, open_collection
 from stores.embeddings import Embedder
 from stores.fusion import rrf
+from stores.knowledge_admin import KnowledgeMaintenance
 from stores.manifest import FileRecord, Manifest, now_iso
 
 if TYPE_CHECKING:
@@ -107,7 +108,7 @@ class IngestReport:
         )
 
 
-class KnowledgeBase:
+class KnowledgeBase(KnowledgeMaintenance):
     """Chroma vectors + BM25 + manifest for one collection; see the module docstring for the layout."""
 
     def __init__(
@@ -487,69 +488,6 @@ class KnowledgeBase:
                 id=cid, text=text or "", source=source, score=0.0, retrievers=[], metadata=clean
             )
         return [by_id[cid] for cid in ids if cid in by_id]
-
-    # -- housekeeping ----------------------------------------------------------------------------
-    def index_ids(self) -> dict[str, set[str]]:
-        """Chunk ids held by each of the three stores (equal when consistent): for tests and ``repair``."""
-        self._refresh()
-        chroma = {cid for page in self._stored([]) for cid in page["ids"]}
-        return {"chroma": chroma, "bm25": set(self._bm25.ids()), "manifest": self.manifest.chunk_ids()}
-
-    def _stored(self, include: list[str], size: int = 1000) -> Iterator[dict[str, Any]]:
-        """Everything Chroma holds for this collection, a page at a time."""
-        offset = 0
-        while (page := self._collection.get(include=include, limit=size, offset=offset))["ids"]:  # type: ignore[arg-type]
-            yield dict(page)
-            offset += len(page["ids"])
-
-    def repair(self) -> int:
-        """Make the stores agree after a crash: drop stray chunks, forget sources with missing ones
-        (the next ingest re-indexes them). Returns the number of ids fixed."""
-        with self.manifest.lock():
-            ids = self.index_ids()
-            stray = (ids["chroma"] | ids["bm25"]) - ids["manifest"]
-            missing = ids["manifest"] - (ids["chroma"] & ids["bm25"])
-            broken = {s: r for s, r in self.manifest.records().items() if missing & set(r.chunk_ids)}
-            self._delete_chunks(sorted(stray.union(*(r.chunk_ids for r in broken.values()))))
-            self.manifest.apply([], broken)
-            self._generation = self.manifest.generation()
-            self._groups_seen = None  # our own write may have added groups
-            return len(stray) + len(missing)
-
-    def rebuild_bm25(self) -> int:
-        """Re-tokenize every chunk Chroma holds into a fresh BM25 index (after an analyzer change, or on
-        a replica sharing a Chroma server); returns the chunks indexed."""
-        with self.manifest.lock():
-            self._bm25.clear()
-            with self._bm25.batch():
-                for page in self._stored(["documents", "metadatas"]):
-                    rows = zip(page["ids"], page["documents"], page["metadatas"], strict=True)
-                    groups = (_clean_groups(str(m.get("groups", "")).split(",")) for _, _, m in rows)
-                    self._bm25.upsert(list(zip(page["ids"], page["documents"], groups, strict=True)))
-            return len(self._bm25)
-
-    @staticmethod
-    def drop(directory: str | Path, *, chroma_url: str = "", collection: str = "knowledge") -> None:
-        """Empty a knowledge base whatever embedder built it (collection, BM25, manifest): the first step
-        of re-indexing with another embedder. Open instances must ``reset()`` or be recreated."""
-        from stores.bm25_index import BM25Index
-
-        manifest = Manifest(Path(directory) / collection)
-        with manifest.lock():
-            with contextlib.suppress(Exception):  # no such collection: nothing to drop
-                chroma_client(directory, chroma_url).delete_collection(collection)
-            BM25Index(manifest.directory / "bm25").clear()
-            manifest.clear()
-            manifest.set_meta(embedder="", dim=0)
-
-    def reset(self) -> None:
-        """``drop`` this knowledge base and keep using this instance on the empty one."""
-        with self.manifest.lock():
-            self.drop(self.data_dir, chroma_url=self._chroma_url, collection=self.collection_name)
-            self._collection = open_collection(self._client, self.collection_name, self.embedder)
-            self._bm25.reload()
-            self._generation = self.manifest.generation()
-            self._groups_seen = None  # our own write may have added groups
 
     def stats(self) -> dict[str, Any]:
         """Documents, chunks, last update (ISO), embedder, dim and the access groups seen."""
