@@ -31,6 +31,7 @@ from graph.context import OFFLINE_MODEL, Context
 from nodes.models import OfflineChatModel
 from nodes.models.tokens import count_tool_tokens
 from nodes.summarize import MemorySettings
+from nodes.tool_choice import offered_definitions
 from nodes.turn import last_human_index
 from stores.checkpoint import SQLITE_FILE
 
@@ -98,7 +99,8 @@ def checkpoint_stats(data_dir: Path) -> dict[str, int]:
 def run(turns: int, prune: bool = False) -> dict[str, Any]:
     logging.disable(logging.WARNING)  # the summarize node logs every fold at INFO
     model = OfflineChatModel()
-    tools = count_tool_tokens(default_registry().definitions())  # what the budget charges per request
+    # What the budget charges per request: the definitions offered to this (default-role) caller.
+    tools = count_tool_tokens(offered_definitions(default_registry(), [], _context("")))
     settings = MemorySettings.from_context(Context(model=OFFLINE_MODEL), OFFLINE_MODEL)
     with tempfile.TemporaryDirectory() as warm, open_agent(_context(warm), model=model) as agent:
         agent.ask("计算 1 + 1", thread_id="warm-up")  # imports and caches outside the measured thread
