@@ -34,6 +34,7 @@ from nodes.models import ScriptedChatModel
 from nodes.models.tokens import count_message_tokens, count_tool_tokens, message_text
 from nodes.retrieve import make_retrieve
 from nodes.summarize import MemorySettings, Summarizer, full_history, make_summarize
+from nodes.tool_choice import offered_definitions
 from nodes.update_memory import make_update_memory
 from stores.checkpoint import open_checkpointer
 from stores.threads import ThreadOwnershipError, ThreadRegistry
@@ -132,7 +133,7 @@ def test_200_offline_turns_keep_every_request_within_the_budget() -> None:
     registry = default_registry()
     graph = build_stm_graph(InMemorySaver(), registry=registry)
     limits = MemorySettings.from_context(Context())
-    tools = count_tool_tokens(registry.definitions())
+    tools = count_tool_tokens(offered_definitions(registry, [], Context()))  # what this caller is sent
     requests = Requests()
     config = {"configurable": {"thread_id": "long"}}
     for i in range(200):
