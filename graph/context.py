@@ -63,12 +63,28 @@ def _settings(cls: type) -> tuple[tuple[str, str, Any, Any], ...]:
     return tuple((f.name, _env_name(f), f.default, hints[f.name]) for f in fields(cls))
 
 
-_defaults: dict[type, tuple[tuple[str | None, ...], Any]] = {}
+_defaults: dict[type, tuple[tuple[Any, ...], Any]] = {}
+
+
+@functools.cache
+def _env_keys(cls: type) -> tuple[tuple[str, ...], tuple[bytes, ...]]:
+    names = tuple(env for _, env, _, _ in _settings(cls))
+    return names, tuple(os.fsencode(name) for name in names)
+
+
+def _env_snapshot(cls: type) -> tuple[Any, ...]:
+    """The values of every setting's variable: read from the raw environment (bytes) when the platform
+    exposes it, since this runs in every node and ``os.environ.get`` decodes each key and value."""
+    names, raw_names = _env_keys(cls)
+    raw = getattr(os.environ, "_data", None)
+    if isinstance(raw, dict) and os.name == "posix":
+        return tuple(map(raw.get, raw_names))
+    return tuple(map(os.environ.get, names))
 
 
 def _default_context(cls: type[Context]) -> Context:
     """``cls()`` for runs given no context, reused while the environment it was read from is unchanged."""
-    snapshot = tuple(os.environ.get(env) for _, env, _, _ in _settings(cls))
+    snapshot = _env_snapshot(cls)
     cached = _defaults.get(cls)
     if cached is None or cached[0] != snapshot:
         cached = (snapshot, cls())

@@ -147,12 +147,24 @@ def grant_for(settings: Any, user_id: str | None = None) -> Grant:
     """
     if settings is None:
         return EVERYTHING
+    return _cached_grant(
+        user_id or getattr(settings, "user_id", "default"),
+        str(getattr(settings, "roles", "")),
+        str(getattr(settings, "default_roles", "user")),
+        str(getattr(settings, "user_roles", "")),
+        str(getattr(settings, "role_permissions", "")),
+    )
+
+
+@functools.lru_cache(maxsize=1024)
+def _cached_grant(user_id: str, roles: str, default_roles: str, users: str, table: str) -> Grant:
+    """Every node asks for the same caller's grant several times a round: resolve it once."""
     return resolve_grant(
-        user_id=user_id or getattr(settings, "user_id", "default"),
-        roles=getattr(settings, "roles", ""),
-        default_roles=getattr(settings, "default_roles", "user"),
-        user_roles_json=getattr(settings, "user_roles", ""),
-        role_permissions_json=getattr(settings, "role_permissions", ""),
+        user_id=user_id,
+        roles=roles,
+        default_roles=default_roles,
+        user_roles_json=users,
+        role_permissions_json=table,
     )
 
 

@@ -7,6 +7,7 @@ correct itself on the next round (seed 001 Page9, seed 004 §4).
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 from collections.abc import Callable, Iterator
@@ -91,7 +92,11 @@ class ToolSpec:
         return inspect.iscoroutinefunction(self.handler) or inspect.iscoroutinefunction(call)
 
     def definition(self) -> dict[str, Any]:
-        """The OpenAI ``tools`` entry the model sees (name, description, parameters)."""
+        """The OpenAI ``tools`` entry the model sees (name, description, parameters); built once."""
+        return self._definition
+
+    @functools.cached_property
+    def _definition(self) -> dict[str, Any]:
         return {
             "type": "function",
             "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
