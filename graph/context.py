@@ -346,6 +346,13 @@ class Context:
         user = configurable.get("user_id")
         if user and ctx.user_id == cls.__dataclass_fields__["user_id"].default:
             ctx = dataclasses.replace(ctx, user_id=str(user))
+        marks = configurable.get("langgraph_auth_permissions") or ()
+        if "kb-auth:token" in marks:  # a LangGraph server with graph/auth.py and tokens: the token decides
+            roles = ",".join(m.removeprefix("role:") for m in marks if m.startswith("role:"))
+            identity = str(configurable.get("langgraph_auth_user_id") or ctx.user_id)
+            ctx = dataclasses.replace(ctx, user_id=identity, roles=roles)  # "" → user_roles, else default
+        elif "kb-auth:header" in marks and configurable.get("langgraph_auth_user_id"):
+            ctx = dataclasses.replace(ctx, user_id=str(configurable["langgraph_auth_user_id"]))
         return ctx
 
 

@@ -339,3 +339,37 @@ def test_approval_pauses_the_run_and_resumes_through_the_api(
     # The document is gone for the server's retrievers too.
     stats = _ask(client, server, thread_id, "知识库里有多少文档？")
     assert "0 篇文档" in stats["messages"][-1]["content"], _why(server, repr(stats["messages"][-1]))
+
+
+def test_threads_are_owned_on_the_server(server: Server) -> None:
+    """graph/auth.py: a thread is stamped with its creator; another user cannot read, run or find it."""
+    alice = get_sync_client(url=server.url, timeout=60.0, headers={"x-kb-user": "alice"})
+    bob = get_sync_client(url=server.url, timeout=60.0, headers={"x-kb-user": "bob"})
+    try:
+        thread_id = alice.threads.create()["thread_id"]
+        alice.runs.wait(
+            thread_id,
+            GRAPH_ID,
+            input={"messages": [{"role": "user", "content": CALC_QUESTION}]},
+            context={"user_id": "mallory"},  # ignored: the authenticated user is alice
+            raise_error=False,
+        )
+        state = alice.threads.get_state(thread_id)
+        assert CALC_ANSWER in state["values"]["messages"][-1]["content"], _why(server, repr(state))
+        assert alice.threads.get(thread_id)["metadata"]["owner"] == "alice"
+        assert thread_id in {t["thread_id"] for t in alice.threads.search(limit=100)}
+        assert thread_id not in {t["thread_id"] for t in bob.threads.search(limit=100)}
+        for attempt in (
+            lambda: bob.threads.get(thread_id),
+            lambda: bob.threads.get_state(thread_id),
+            lambda: bob.runs.wait(
+                thread_id, GRAPH_ID, input={"messages": [{"role": "user", "content": "hi"}]}
+            ),
+        ):
+            with pytest.raises(httpx.HTTPStatusError) as refused:
+                attempt()
+            assert refused.value.response.status_code in (403, 404), _why(server, repr(refused.value))
+        assert len(alice.threads.get_state(thread_id)["values"]["messages"]) == 4  # bob changed nothing
+    finally:
+        alice.close()
+        bob.close()
