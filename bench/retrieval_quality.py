@@ -26,13 +26,16 @@ from stores.bm25_index import BM25Index
 from stores.evaluation import evaluate_modes, load_beir
 from stores.knowledge import KnowledgeBase
 
-VARIANTS: dict[str, tuple[str, float, float]] = {
-    # name: (mode, vector_weight, bm25_weight)
-    "bm25": ("bm25", 1.0, 1.0),
-    "vector": ("vector", 1.0, 1.0),
-    "hybrid": ("hybrid", 1.0, 1.0),
-    "hybrid v2:b1": ("hybrid", 2.0, 1.0),
-    "hybrid v1:b2": ("hybrid", 1.0, 2.0),
+VARIANTS: dict[str, tuple[str, float, float, str]] = {
+    # name: (mode, vector_weight, bm25_weight, fusion)
+    "bm25": ("bm25", 1.0, 1.0, "rrf"),
+    "vector": ("vector", 1.0, 1.0, "rrf"),
+    "hybrid": ("hybrid", 1.0, 1.0, "rrf"),
+    "hybrid v2:b1": ("hybrid", 2.0, 1.0, "rrf"),
+    "hybrid v1:b2": ("hybrid", 1.0, 2.0, "rrf"),
+    "convex v.5:b.5": ("hybrid", 0.5, 0.5, "convex"),
+    "convex v.7:b.3": ("hybrid", 0.7, 0.3, "convex"),
+    "convex v.3:b.7": ("hybrid", 0.3, 0.7, "convex"),
 }
 
 
@@ -77,9 +80,15 @@ def full(folder: Path, k: int, ctx: Context) -> dict[str, Any]:
     )
     groups = list(kb.stats().get("groups") or ["public"])
     results: dict[str, Any] = {}
-    for name, (mode, vw, bw) in VARIANTS.items():
+    queries_once = CachedQueries(kb.embedder)  # every variant asks the same queries
+    for name, (mode, vw, bw, fusion) in VARIANTS.items():
         variant = KnowledgeBase(
-            kb.data_dir, embedder=kb.embedder, vector_weight=vw, bm25_weight=bw, chunk_tokens=kb.chunk_tokens
+            kb.data_dir,
+            embedder=queries_once,
+            vector_weight=vw,
+            bm25_weight=bw,
+            chunk_tokens=kb.chunk_tokens,
+            fusion=fusion,
         )
 
         def search(

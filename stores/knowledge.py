@@ -29,7 +29,7 @@ import numpy as np
 from stores.base import Passage
 from stores.chroma import EmbeddingMismatchError, chroma_client, open_collection
 from stores.embeddings import Embedder
-from stores.fusion import rrf
+from stores.fusion import convex, rrf
 from stores.knowledge_admin import KnowledgeMaintenance
 from stores.manifest import FileRecord, Manifest, now_iso
 
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MODES = ("vector", "bm25", "hybrid")
+FUSIONS = ("rrf", "convex")
 DEFAULT_GROUPS = ("public",)
 OVERSAMPLE = 4  # a restricted caller's unfiltered vector query fetches this many times the candidates
 EMBED_BATCH = 32  # chunks per embed_documents call (and per Chroma write)
@@ -126,6 +127,7 @@ class KnowledgeBase(KnowledgeMaintenance):
         vector_weight: float = 1.0,
         bm25_weight: float = 1.0,
         chunk_tokens: int = 320,
+        fusion: str = "rrf",
     ) -> None:
         """``min_vector_score`` and ``null_margin`` default per embedder (``MIN_VECTOR_SCORE``,
         ``NULL_MARGIN``); pass ``-1.0`` and ``float("-inf")`` respectively to switch them off."""
@@ -139,6 +141,9 @@ class KnowledgeBase(KnowledgeMaintenance):
         self.candidates = candidates
         self.rrf_k = rrf_k
         self.weights = {"vector": vector_weight, "bm25": bm25_weight}
+        if fusion not in FUSIONS:
+            raise ValueError(f"unknown fusion {fusion!r}: use one of {', '.join(FUSIONS)}")
+        self.fusion = fusion
         self.min_vector_score = (
             MIN_VECTOR_SCORE.get(embedder.name) if min_vector_score is None else min_vector_score
         )
@@ -403,9 +408,16 @@ class KnowledgeBase(KnowledgeMaintenance):
         for name, hits in (("vector", vectors), ("bm25", keyword)):
             for cid, score in hits:
                 raw.setdefault(cid, {})[f"{name}_score"] = float(score)
-        fused = rrf(
-            {"vector": [c for c, _ in vectors], "bm25": [c for c, _ in keyword]}, self.rrf_k, self.weights
-        )
+        if self.fusion == "convex":  # normalised scores: BM25 by its best (0 = no match), cosine min-max
+            fused = convex(
+                {"vector": dict(vectors), "bm25": {c: float(v) for c, v in keyword}},
+                self.weights,
+                normalise={"vector": "minmax", "bm25": "max"},
+            )
+        else:
+            fused = rrf(
+                {"vector": [c for c, _ in vectors], "bm25": [c for c, _ in keyword]}, self.rrf_k, self.weights
+            )
         return [(cid, score, found, raw[cid]) for cid, score, found in fused[:k]]
 
     def _vector_candidates(

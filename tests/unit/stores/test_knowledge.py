@@ -521,3 +521,13 @@ def test_a_restricted_caller_gets_the_exact_top_n_of_their_groups(
     hits, _cut = kb._vector_candidates("merger plan revenue", ["hr"], 5)
     assert [cid for cid, _ in hits] == exact
     assert all(cid.startswith("h") for cid, _ in hits) and len(hits) == min(5, restricted_docs)
+
+
+def test_convex_fusion_is_an_option(tmp_path: Path, embedder: CountingEmbedder) -> None:
+    write(tmp_path / "docs" / "plan.md", "The merger plan with ACME closes in March.")
+    write(tmp_path / "docs" / "pay.md", "Quarterly revenue forecast for EMEA.")
+    KnowledgeBase(tmp_path / "data", embedder=embedder).ingest([tmp_path / "docs"])
+    convex_kb = KnowledgeBase(tmp_path / "data", embedder=embedder, fusion="convex")
+    assert [p["id"] for p in convex_kb.search("merger plan ACME", top_k=1)] == ["plan.md#0"]
+    with pytest.raises(ValueError, match="unknown fusion"):
+        KnowledgeBase(tmp_path / "data", embedder=embedder, fusion="borda")
