@@ -47,7 +47,7 @@ def _context(user: str | None, groups: str | None) -> Context:
 
 
 def ingest(
-    paths: list[Path] = typer.Argument(..., help="Files or folders (.txt .md .html .pdf)."),
+    paths: list[Path] = typer.Argument(..., help="Files or folders (.txt .md .html .pdf .docx)."),
     groups: str | None = typer.Option(
         None, "--groups", "-g", help="Access groups for these files, e.g. hr,eng."
     ),

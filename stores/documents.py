@@ -17,7 +17,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import IO
 
-SUPPORTED = frozenset({".txt", ".md", ".markdown", ".html", ".htm", ".pdf"})
+SUPPORTED = frozenset({".txt", ".md", ".markdown", ".html", ".htm", ".pdf", ".docx"})
 STREAM_THRESHOLD = 8 * 1024 * 1024  # bytes: bigger .txt/.md files are streamed, never held whole
 BLOCK = 1024 * 1024  # bytes per read when hashing, characters per read when streaming
 SECTION_CHARS = 256 * 1024  # a longer section is cut at a paragraph break: bounds the splitter's memory
@@ -127,6 +127,8 @@ def load(path: Path, root: Path) -> LoadedDocument:
     digest = hashlib.sha256(raw).hexdigest()
     if suffix == ".pdf":
         return LoadedDocument(source, *_load_pdf(path, raw), "binary", digest, size)
+    if suffix == ".docx":
+        return LoadedDocument(source, *_load_docx(path, raw), "binary", digest, size)
     _check_text(raw[:_SAMPLE])
     html = suffix in {".html", ".htm"}
     match = _META_CHARSET.search(raw[:4096]) if html else None
@@ -386,6 +388,19 @@ def _quiet_pypdf() -> Iterator[None]:
                 yield
         finally:
             logger.setLevel(level)
+
+
+def _load_docx(path: Path, raw: bytes) -> tuple[str, list[Section]]:
+    from stores.docx_loader import docx_sections
+
+    try:
+        title, found = docx_sections(raw, path.stem)
+    except ValueError as exc:
+        raise DocumentError(str(exc)) from exc
+    sections = [Section(heading, _tidy(text)) for heading, text in found if text.strip()]
+    if not sections:
+        raise DocumentError(".docx has no text")
+    return title, sections
 
 
 def _load_pdf(path: Path, raw: bytes) -> tuple[str, list[Section]]:

@@ -206,7 +206,8 @@ def test_metadata_source_hash_and_size(tmp_path: Path) -> None:
         ("control.md", bytes(range(1, 9)) * 500, "^looks like a binary file, not text$"),
         ("random.pdf", b"%PDF-1.7\n" + bytes(range(256)) * 8, "^corrupt or unreadable PDF: "),
         ("empty.pdf", b"", "^empty file$"),
-        ("report.docx", b"PK\x03\x04", r"^unsupported file type '\.docx' \(supported: \.htm, \.html"),
+        ("report.docx", b"PK\x03\x04", r"^corrupt or unreadable \.docx: "),
+        ("slides.pptx", b"PK\x03\x04", r"^unsupported file type '\.pptx' \(supported: \.docx, \.htm"),
         ("Makefile", b"all:\n", r"^unsupported file type '\(no suffix\)'"),
     ],
 )
