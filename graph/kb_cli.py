@@ -28,11 +28,15 @@ def _fail(message: str, code: int = 1) -> None:
     raise typer.Exit(code)
 
 
-def _modes(text: str) -> list[str]:
+RERANKED = "hybrid+rerank"  # eval only: hybrid candidates reordered by the configured reranker
+
+
+def _modes(text: str, *, eval_modes: bool = False) -> list[str]:
     modes = [m.strip() for m in text.split(",") if m.strip()]
-    unknown = [m for m in modes if m not in MODES]
+    known = (*MODES, RERANKED) if eval_modes else MODES
+    unknown = [m for m in modes if m not in known]
     if unknown or not modes:
-        _fail(f"unknown mode {', '.join(unknown) or '(none)'}: use {', '.join(MODES)}", 2)
+        _fail(f"unknown mode {', '.join(unknown) or '(none)'}: use {', '.join(known)}", 2)
     return modes
 
 
@@ -180,7 +184,7 @@ def evaluate(
     """Recall@K, Precision@K, MRR, nDCG@K and latency per retrieval mode, side by side."""
     from stores.evaluation import evaluate_modes, load_seed_testset
 
-    chosen = _modes(modes)
+    chosen = _modes(modes, eval_modes=True)
     if not dataset.exists():
         _fail(f"no such dataset: {dataset}", 2)
     ctx = Context()
@@ -201,15 +205,24 @@ def evaluate(
             return chunk_id
 
     every_group = list(kb.stats().get("groups") or ["public"])  # evaluation sees the whole index
+    calls = [0]  # model (or /rerank endpoint) calls made by the modes that use one
+    reranker = _eval_reranker(ctx, calls) if RERANKED in chosen else None
 
     def search_ids(mode: str, text: str, limit: int) -> list[tuple[str, float]]:
         best: dict[str, float] = {}
-        for chunk_id, score in kb.search_ids(text, groups=every_group, k=limit * 3, mode=mode):
+        if mode == RERANKED:
+            assert reranker is not None
+            pool = kb.search(text, groups=every_group, top_k=max(limit, ctx.candidates), mode="hybrid")
+            hits = [(p["id"], float(p.get("score", 0.0))) for p in reranker.rerank(text, pool, limit * 3)]
+            ranked = [(cid, float(len(hits) - i)) for i, (cid, _) in enumerate(hits)]  # the reranker's order
+        else:
+            ranked = kb.search_ids(text, groups=every_group, k=limit * 3, mode=mode)
+        for chunk_id, score in ranked:
             doc = to_doc(chunk_id)
             best[doc] = max(best.get(doc, float("-inf")), score)
         return sorted(best.items(), key=lambda item: -item[1])[:limit]
 
-    results = evaluate_modes(search_ids, queries, chosen, k)
+    results = evaluate_modes(search_ids, queries, chosen, k, model_calls=lambda: calls[0])
     for problem in problems:
         err.print(f"[yellow]warning:[/yellow] {escape(str(problem))}")
     if as_json:
@@ -218,8 +231,35 @@ def evaluate(
     table = Table("metric", *chosen)
     metrics = [key for key in next(iter(results.values())) if key != "queries"]
     for metric in metrics:
-        table.add_row(metric, *(f"{results[m][metric]:.4f}" for m in chosen))
+        table.add_row(metric, *(_cell(results[m][metric]) for m in chosen))
     out.print(table)
+
+
+def _cell(value: Any) -> str:
+    return f"{value:.4f}" if isinstance(value, float) else str(value)
+
+
+def _eval_reranker(ctx: Context, calls: list[int]) -> Any:
+    """The configured reranker, counting its calls; ``hybrid+rerank`` needs KB_AGENT_RERANKER set."""
+    from nodes.models import get_chat_model
+    from stores.rerank import RerankerSettingError, reranker_from_setting
+
+    if not ctx.reranker:
+        _fail(
+            "mode hybrid+rerank needs a reranker: set KB_AGENT_RERANKER=llm or the URL of a /rerank endpoint",
+            2,
+        )
+    try:
+        inner = reranker_from_setting(ctx.reranker, get_chat_model(ctx), api_key=ctx.api_key)
+    except RerankerSettingError as exc:
+        _fail(str(exc), 2)
+
+    class Counting:
+        def rerank(self, query: str, passages: Any, top_k: int) -> Any:
+            calls[0] += 1
+            return inner.rerank(query, passages, top_k)
+
+    return Counting()
 
 
 def register(app: typer.Typer) -> None:

@@ -1,0 +1,65 @@
+"""``kb-agent eval`` on a BEIR folder: modes side by side, JSON keys following --k, model calls, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from graph.cli import app
+
+DOCS = [
+    {"_id": "d1", "title": "Ports", "text": "Chroma listens on port 8000 by default."},
+    {"_id": "d2", "title": "BM25", "text": "BM25 with jieba segments Chinese text for keyword search."},
+    {"_id": "d3", "title": "RRF", "text": "Reciprocal rank fusion merges the vector and keyword rankings."},
+    {"_id": "d4", "title": "混合检索", "text": "混合检索把向量检索和关键词检索的结果合并。"},
+]
+QUERIES = [
+    {"_id": "q1", "text": "which port does Chroma listen on"},
+    {"_id": "q2", "text": "jieba segmentation for BM25"},
+    {"_id": "q3", "text": "混合检索怎么合并结果"},
+]
+QRELS = "query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td2\t1\nq3\td4\t1\nq3\tmissing-doc\t1\n"
+
+
+@pytest.fixture
+def beir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("KB_AGENT_EMBEDDER", "hashing")
+    folder = tmp_path / "mini"
+    (folder / "qrels").mkdir(parents=True)
+    (folder / "corpus.jsonl").write_text("\n".join(json.dumps(d) for d in DOCS), encoding="utf-8")
+    (folder / "queries.jsonl").write_text("\n".join(json.dumps(q) for q in QUERIES), encoding="utf-8")
+    (folder / "qrels" / "test.tsv").write_text(QRELS, encoding="utf-8")
+    return folder
+
+
+def test_modes_side_by_side_as_json(beir: Path) -> None:
+    result = CliRunner().invoke(
+        app, ["eval", str(beir), "--modes", "bm25,vector,hybrid", "--k", "3", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert set(report) == {"bm25", "vector", "hybrid"}
+    for row in report.values():
+        assert {"ndcg@3", "recall@3", "mrr", "p50_ms", "p95_ms"} <= set(row)
+        assert row["model_calls"] == 0  # plain retrieval spends no model calls
+    assert report["bm25"]["recall@3"] == pytest.approx(1.0)
+    assert "missing-doc" in result.stderr  # the qrels line naming a missing document is reported
+
+
+def test_reranked_mode_counts_its_model_calls(beir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KB_AGENT_RERANKER", "llm")  # the offline model: unparseable → original order kept
+    result = CliRunner().invoke(app, ["eval", str(beir), "--modes", "hybrid,hybrid+rerank", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["hybrid+rerank"]["model_calls"] == len(QUERIES) and report["hybrid"]["model_calls"] == 0
+    assert report["hybrid+rerank"]["ndcg@10"] == pytest.approx(report["hybrid"]["ndcg@10"])
+
+
+def test_bad_modes_are_clear(beir: Path) -> None:
+    unknown = CliRunner().invoke(app, ["eval", str(beir), "--modes", "bm25,fuzzy"])
+    assert unknown.exit_code == 2 and "unknown mode fuzzy" in unknown.output
+    no_reranker = CliRunner().invoke(app, ["eval", str(beir), "--modes", "hybrid+rerank"])
+    assert no_reranker.exit_code == 2 and "KB_AGENT_RERANKER" in no_reranker.output
