@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -28,19 +27,7 @@ from nodes.services import open_knowledge_base
 from tools.approval import InvalidApprovalError
 
 ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = ROOT / "tests" / "fixtures" / "rag"
 ADMIN = {"roles": "admin"}
-
-
-@pytest.fixture
-def kb_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    monkeypatch.setenv("KB_AGENT_HOME", str(home))
-    monkeypatch.setenv("KB_AGENT_EMBEDDER", "hashing")
-    docs = tmp_path / "docs"
-    shutil.copytree(FIXTURES, docs)
-    open_knowledge_base(Context(), create=True).ingest([docs])
-    return home
 
 
 def _found(query: str, mode: str) -> set[str]:

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import os
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.checkpoint.memory import InMemorySaver
 from typer.testing import CliRunner
 
 from graph import build_graph
@@ -18,28 +14,12 @@ from graph.api import open_agent
 from graph.cli import app
 from graph.context import Context
 from nodes.summarize import full_history
-from stores.checkpoint import open_checkpointer
 from stores.checkpoint_prune import checkpoints_to_delete, prune_thread
 
-POSTGRES_URL = os.environ.get("KB_TEST_POSTGRES_URL", "")
 SMALL = Context(
     context_window=2600, reserved_answer_tokens=200, safety_margin_tokens=50, long_term_memory=False
 )
 LONG = "We are migrating the ingestion service from cron jobs to a queue; logs live in /var/log/ingest/. "
-
-
-@pytest.fixture(params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def checkpointer(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BaseCheckpointSaver]:
-    if request.param == "memory":
-        yield InMemorySaver()
-    elif request.param == "sqlite":
-        with open_checkpointer(tmp_path) as saver:
-            yield saver
-    else:
-        if not POSTGRES_URL:
-            pytest.skip("KB_TEST_POSTGRES_URL is not set (.ci/run starts Postgres and sets it)")
-        with open_checkpointer(tmp_path, POSTGRES_URL) as saver:
-            yield saver
 
 
 def _talk(graph, config: dict, turns: int) -> None:

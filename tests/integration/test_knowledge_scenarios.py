@@ -14,21 +14,9 @@ from typer.testing import CliRunner
 from graph import build_graph
 from graph.cli import app
 from graph.context import Context
-from nodes.services import feedback_store, open_knowledge_base
+from nodes.services import feedback_store
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "rag"
-
-
-@pytest.fixture
-def kb_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    monkeypatch.setenv("KB_AGENT_HOME", str(home))
-    monkeypatch.setenv("KB_AGENT_EMBEDDER", "hashing")
-    docs = tmp_path / "docs"
-    shutil.copytree(FIXTURES, docs)
-    report = open_knowledge_base(Context(), create=True).ingest([docs])
-    assert sorted(report.added) == ["agents.md", "rag.md", "salary.md"]
-    return home
 
 
 def _ask(graph, config: dict, question: str, **ctx: str) -> dict:

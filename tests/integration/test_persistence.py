@@ -7,13 +7,11 @@ import os
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from langchain_core.messages import HumanMessage, ToolMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.checkpoint.memory import InMemorySaver
 
 from graph import build_graph
 from graph.api import open_agent
@@ -22,20 +20,6 @@ from stores.checkpoint import CheckpointConfigError, list_threads, open_checkpoi
 
 ROOT = Path(__file__).resolve().parents[2]
 POSTGRES_URL = os.environ.get("KB_TEST_POSTGRES_URL", "")
-
-
-@pytest.fixture(params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def checkpointer(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BaseCheckpointSaver]:
-    if request.param == "memory":
-        yield InMemorySaver()
-    elif request.param == "sqlite":
-        with open_checkpointer(tmp_path) as saver:
-            yield saver
-    else:
-        if not POSTGRES_URL:
-            pytest.skip("KB_TEST_POSTGRES_URL is not set (.ci/run starts Postgres and sets it)")
-        with open_checkpointer(tmp_path, POSTGRES_URL) as saver:
-            yield saver
 
 
 def test_a_thread_keeps_its_turns_and_threads_are_isolated(checkpointer: BaseCheckpointSaver) -> None:
