@@ -19,7 +19,6 @@ from graph.context import Context
 from stores.checkpoint import CheckpointConfigError, list_threads, open_checkpointer
 
 ROOT = Path(__file__).resolve().parents[2]
-POSTGRES_URL = os.environ.get("KB_TEST_POSTGRES_URL", "")
 
 
 def test_a_thread_keeps_its_turns_and_threads_are_isolated(checkpointer: BaseCheckpointSaver) -> None:
