@@ -216,6 +216,16 @@ class Context:
         default=20, metadata={"description": "Candidates each retriever takes before fusion."}
     )
     rrf_k: int = field(default=60, metadata={"description": "Reciprocal Rank Fusion constant."})
+    fusion: str = field(
+        default="rrf",
+        metadata={
+            "description": "How hybrid search merges the retrievers: rrf (ranks) or convex (normalised scores)."
+        },
+    )
+    vector_weight: float = field(
+        default=1.0, metadata={"description": "Weight of the vector retriever in the fusion."}
+    )
+    bm25_weight: float = field(default=1.0, metadata={"description": "Weight of BM25 in the fusion."})
     rewrite_query: bool = field(
         default=True,
         metadata={"description": "Rewrite follow-up questions into standalone queries (model call)."},
@@ -303,6 +313,12 @@ class Context:
         for name in ("max_seconds", "tool_timeout", "model_timeout"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{ENV_PREFIX}{name.upper()} must be positive, got {getattr(self, name)}")
+        if self.fusion not in ("rrf", "convex"):
+            raise ConfigError(f"{ENV_PREFIX}FUSION must be rrf or convex, got {self.fusion!r}")
+        if self.vector_weight < 0 or self.bm25_weight < 0 or self.vector_weight + self.bm25_weight == 0:
+            raise ConfigError(
+                f"{ENV_PREFIX}VECTOR_WEIGHT and {ENV_PREFIX}BM25_WEIGHT must be ≥ 0, not both 0"
+            )
         try:
             role_table(self.role_permissions)
             user_roles(self.user_roles)

@@ -166,6 +166,9 @@ def _beir_index(folder: Path, ctx: Context) -> tuple[Any, list[Any], list[str], 
         embedder=embedder,
         candidates=ctx.candidates,
         rrf_k=ctx.rrf_k,
+        fusion=ctx.fusion,
+        vector_weight=ctx.vector_weight,
+        bm25_weight=ctx.bm25_weight,
         chunk_tokens=EVAL_CHUNK_TOKENS,
     )
     kb.ingest([docs])

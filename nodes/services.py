@@ -45,7 +45,16 @@ def open_knowledge_base(ctx: Context, *, create: bool = False) -> Any | None:
     directory = knowledge_dir(ctx)
     if not create and not ctx.chroma_url and not directory.exists():
         return None
-    key = (str(directory.resolve()), ctx.embedder, ctx.chroma_url, ctx.candidates, ctx.rrf_k)
+    key = (
+        str(directory.resolve()),
+        ctx.embedder,
+        ctx.chroma_url,
+        ctx.candidates,
+        ctx.rrf_k,
+        ctx.fusion,
+        ctx.vector_weight,
+        ctx.bm25_weight,
+    )
     with _lock:
         if key not in _knowledge:
             embedder = get_embedder(
@@ -57,6 +66,9 @@ def open_knowledge_base(ctx: Context, *, create: bool = False) -> Any | None:
                 chroma_url=ctx.chroma_url,
                 candidates=ctx.candidates,
                 rrf_k=ctx.rrf_k,
+                fusion=ctx.fusion,
+                vector_weight=ctx.vector_weight,
+                bm25_weight=ctx.bm25_weight,
             )
         return _knowledge[key]
 
