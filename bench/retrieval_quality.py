@@ -4,8 +4,8 @@
 
 Each dataset is indexed once into a cache under ``--cache`` (never the user's knowledge base; re-runs embed
 nothing) with the embedder of ``--embedder``; then every variant is evaluated on the same index:
-``bm25``, ``vector``, ``hybrid`` (equal-weight RRF, k=60, the default) and weighted-RRF variants, so the
-fusion defaults are chosen on measured numbers. ``--bm25-only`` skips embedding entirely (BM25 on the
+``bm25``, ``vector``, ``hybrid`` (equal-weight RRF, k=60), weighted-RRF variants and convex (normalised-score)
+variants, so the fusion defaults are chosen on measured numbers. ``--bm25-only`` skips embedding entirely (BM25 on the
 whole corpus in seconds) for sets too large to embed in the time at hand.
 """
 
@@ -35,6 +35,7 @@ VARIANTS: dict[str, tuple[str, float, float, str]] = {
     "hybrid v1:b2": ("hybrid", 1.0, 2.0, "rrf"),
     "convex v.5:b.5": ("hybrid", 0.5, 0.5, "convex"),
     "convex v.7:b.3": ("hybrid", 0.7, 0.3, "convex"),
+    "convex v.4:b.6": ("hybrid", 0.4, 0.6, "convex"),
     "convex v.3:b.7": ("hybrid", 0.3, 0.7, "convex"),
 }
 
