@@ -217,7 +217,7 @@ class Context:
     )
     rrf_k: int = field(default=60, metadata={"description": "Reciprocal Rank Fusion constant."})
     fusion: str = field(
-        default="rrf",
+        default="convex",
         metadata={
             "description": "How hybrid search merges the retrievers: rrf (ranks) or convex (normalised scores)."
         },

@@ -127,7 +127,7 @@ class KnowledgeBase(KnowledgeMaintenance):
         vector_weight: float = 1.0,
         bm25_weight: float = 1.0,
         chunk_tokens: int = 320,
-        fusion: str = "rrf",
+        fusion: str = "convex",
     ) -> None:
         """``min_vector_score`` and ``null_margin`` default per embedder (``MIN_VECTOR_SCORE``,
         ``NULL_MARGIN``); pass ``-1.0`` and ``float("-inf")`` respectively to switch them off."""

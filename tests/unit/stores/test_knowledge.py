@@ -323,7 +323,9 @@ def test_hybrid_fuses_and_reports_where_each_hit_came_from(tmp_path: Path, kb: K
     best = hits[0]
     assert best["id"] == "handbook.md#0" and best["source"] == "handbook.md"
     assert best["retrievers"] == ["vector", "bm25"]
-    assert best["score"] == pytest.approx(2 / 61)  # rank 1 in both lists, k=60
+    assert best["score"] == pytest.approx(2.0)  # convex: the best of both lists, weights 1 + 1
+    rrf_kb = KnowledgeBase(kb.data_dir, embedder=kb.embedder, fusion="rrf")
+    assert rrf_kb.search("annual leave days", top_k=1)[0]["score"] == pytest.approx(2 / 61)  # ranks 1, k=60
     meta = best["metadata"]
     assert meta["title"] == "Handbook" and meta["section"] == "Handbook > Leave" and meta["position"] == 0
     assert meta["rank"] == 1 and meta["vector_score"] > 0.2 and meta["bm25_score"] > 0
@@ -342,9 +344,16 @@ def test_weights_shift_the_fusion(tmp_path: Path, embedder: CountingEmbedder) ->
     write(tmp_path / "docs" / "handbook.md", HANDBOOK)
     kb = KnowledgeBase(tmp_path / "data", embedder=embedder, vector_weight=0.0, min_vector_score=-1.0)
     kb.ingest([tmp_path / "docs"])
-    hybrid = kb.search_ids("receipts", groups=["public"], k=5, mode="hybrid")
-    assert hybrid == [
-        (i, pytest.approx(1 / 61)) for i, _ in kb.search_ids("receipts", groups=["public"], k=1, mode="bm25")
+    bm25 = kb.search_ids("receipts", groups=["public"], k=1, mode="bm25")
+    # Vector weighted 0: only BM25's hits, BM25's order; convex scores them by their share of the best.
+    assert kb.search_ids("receipts", groups=["public"], k=5, mode="hybrid") == [
+        (i, pytest.approx(1.0)) for i, _ in bm25
+    ]
+    rrf_kb = KnowledgeBase(
+        tmp_path / "data", embedder=embedder, vector_weight=0.0, min_vector_score=-1.0, fusion="rrf"
+    )
+    assert rrf_kb.search_ids("receipts", groups=["public"], k=5, mode="hybrid") == [
+        (i, pytest.approx(1 / 61)) for i, _ in bm25
     ]
 
 
