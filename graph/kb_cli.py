@@ -139,7 +139,7 @@ def search(
 
 def _beir_index(folder: Path, ctx: Context) -> tuple[Any, list[Any], list[str], dict[str, str]]:
     """Index a BEIR corpus in a cache of its own (never the user's knowledge base): one file per document."""
-    from stores.embeddings import get_embedder
+    from stores.embeddings import embedder_for
     from stores.evaluation import load_beir
     from stores.knowledge import KnowledgeBase
 
@@ -157,9 +157,7 @@ def _beir_index(folder: Path, ctx: Context) -> tuple[Any, list[Any], list[str], 
             (tmp / (name + ".id")).write_text(doc_id, encoding="utf-8")
         cache.mkdir(parents=True, exist_ok=True)
         tmp.rename(docs)
-    embedder = get_embedder(
-        ctx.embedder, base_url=ctx.embedding_base_url or ctx.base_url, api_key=ctx.api_key
-    )
+    embedder = embedder_for(ctx)
     # Whole documents where they fit the e5 window (512 tokens), as BEIR evaluations embed them.
     kb = KnowledgeBase(
         cache / "kb",

@@ -305,7 +305,7 @@ def extractor_for(ctx: Context) -> Extractor:
 
 def memory_store(ctx: Context) -> ChromaMemoryStore:
     """The long-term memory store of this context, opened once per process."""
-    from stores.embeddings import get_embedder
+    from stores.embeddings import embedder_for
 
     key = (
         str(Path(ctx.data_dir).resolve()),
@@ -317,9 +317,7 @@ def memory_store(ctx: Context) -> ChromaMemoryStore:
     )
     with _lock:
         if key not in _stores:
-            embedder = get_embedder(
-                ctx.embedder, base_url=ctx.embedding_base_url or ctx.base_url, api_key=ctx.api_key
-            )
+            embedder = embedder_for(ctx)
             episodic_days = float(getattr(ctx, "memory_episodic_days", 0.0) or 0.0)
             _stores[key] = ChromaMemoryStore(
                 ctx.data_dir,

@@ -18,7 +18,7 @@ from nodes.models import OfflineChatModel, get_chat_model
 from nodes.models.extractive import extractive_summary
 from nodes.models.tokens import message_text
 from stores.base import Passage
-from stores.embeddings import get_embedder
+from stores.embeddings import embedder_for
 from stores.feedback import FeedbackStore
 from tools.knowledge_tools import KnowledgeServices
 
@@ -57,9 +57,7 @@ def open_knowledge_base(ctx: Context, *, create: bool = False) -> Any | None:
     )
     with _lock:
         if key not in _knowledge:
-            embedder = get_embedder(
-                ctx.embedder, base_url=ctx.embedding_base_url or ctx.base_url, api_key=ctx.api_key
-            )
+            embedder = embedder_for(ctx)
             _knowledge[key] = KnowledgeBase(
                 ctx.data_dir,
                 embedder=embedder,

@@ -17,7 +17,7 @@ from typing import Any
 
 from graph.context import Context
 from nodes.turn import current_question
-from stores.embeddings import EmbedderError, get_embedder
+from stores.embeddings import EmbedderError, embedder_for
 from stores.vector_cache import CachedEmbedder
 from tools.permissions import grant_for
 from tools.registry import ToolContext, ToolRegistry, ToolSpec
@@ -41,7 +41,7 @@ def tool_index(registry: ToolRegistry, ctx: Context) -> ToolSearch:
     embedder = None
     if ctx.tool_search_embedder:
         try:
-            base = get_embedder(ctx.tool_search_embedder, base_url=ctx.embedding_base_url or ctx.base_url)
+            base = embedder_for(ctx, ctx.tool_search_embedder)
             embedder = CachedEmbedder(base, Path(ctx.data_dir) / "cache" / "tool-vectors.sqlite")
         except (EmbedderError, OSError) as exc:
             log.warning("tool search falls back to keywords only: %s", exc)

@@ -191,6 +191,16 @@ def get_embedder(name: str = DEFAULT_EMBEDDER, *, base_url: str = "", api_key: s
     return _local_embedder(name)
 
 
+def embedder_for(settings: Any, name: str | None = None) -> Embedder:
+    """The embedder a run's settings name (``name`` overrides ``settings.embedder``), with its endpoint and key:
+    the one place the knowledge base, memories, eval and tool search resolve theirs."""
+    return get_embedder(
+        name if name is not None else settings.embedder,
+        base_url=settings.embedding_base_url or settings.base_url,
+        api_key=settings.api_key,
+    )
+
+
 @register_embedding_function
 class ChromaEmbedding(EmbeddingFunction[Documents]):
     """Our embedder as Chroma's embedding function, so Chroma never falls back to its downloading default."""
