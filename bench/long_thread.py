@@ -27,7 +27,7 @@ from langchain_core.messages import AIMessage
 
 from graph.api import open_agent
 from graph.builder import default_registry
-from graph.context import OFFLINE_MODEL, Context
+from graph.settings import OFFLINE_MODEL, Settings
 from nodes.models import OfflineChatModel
 from nodes.models.tokens import count_tool_tokens
 from nodes.summarize import MemorySettings
@@ -101,7 +101,7 @@ def run(turns: int, prune: bool = False) -> dict[str, Any]:
     model = OfflineChatModel()
     # What the budget charges per request: the definitions offered to this (default-role) caller.
     tools = count_tool_tokens(offered_definitions(default_registry(), [], _context("")))
-    settings = MemorySettings.from_context(Context(model=OFFLINE_MODEL), OFFLINE_MODEL)
+    settings = MemorySettings.from_context(Settings(model=OFFLINE_MODEL), OFFLINE_MODEL)
     with tempfile.TemporaryDirectory() as warm, open_agent(_context(warm), model=model) as agent:
         agent.ask("计算 1 + 1", thread_id="warm-up")  # imports and caches outside the measured thread
     latencies: list[float] = []
@@ -154,8 +154,8 @@ def run(turns: int, prune: bool = False) -> dict[str, Any]:
     }
 
 
-def _context(data_dir: str, prune: bool = False) -> Context:
-    return Context(
+def _context(data_dir: str, prune: bool = False) -> Settings:
+    return Settings(
         model=OFFLINE_MODEL,
         data_dir=data_dir,
         long_term_memory=False,

@@ -20,8 +20,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from graph.context import Context
 from graph.kb_cli import _beir_index
+from graph.settings import Settings
 from stores.bm25_index import BM25Index
 from stores.evaluation import evaluate_modes, load_beir
 from stores.knowledge import KnowledgeBase
@@ -72,7 +72,7 @@ class CachedQueries:
         return self._cache[text]
 
 
-def full(folder: Path, k: int, ctx: Context) -> dict[str, Any]:
+def full(folder: Path, k: int, ctx: Settings) -> dict[str, Any]:
     started = time.perf_counter()
     kb, queries, _problems, id_map = _beir_index(folder, ctx)
     print(
@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bm25-only", action="store_true")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
-    ctx = Context(data_dir=args.cache, embedder=args.embedder)
+    ctx = Settings(data_dir=args.cache, embedder=args.embedder)
     report = {}
     for folder in args.datasets:
         report[folder.name] = bm25_only(folder, args.k) if args.bm25_only else full(folder, args.k, ctx)

@@ -1,4 +1,4 @@
-"""kb-agent's public API: ``build_graph``, the server ``graph``, ``Context`` and ``State``.
+"""kb-agent's public API: ``build_graph``, the server ``graph``, ``Settings``, ``Context`` and ``State``.
 
 Imports are lazy so that ``nodes`` can import ``graph.context``/``graph.state`` without a cycle.
 """
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["Context", "State", "build_builder", "build_graph", "graph"]
+__all__ = ["Context", "Settings", "State", "build_builder", "build_graph", "graph"]
 
 
 def __getattr__(name: str) -> Any:
@@ -19,6 +19,10 @@ def __getattr__(name: str) -> Any:
         from graph.context import Context
 
         return Context
+    if name == "Settings":
+        from graph.settings import Settings
+
+        return Settings
     if name == "State":
         from graph.state import State
 

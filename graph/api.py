@@ -26,7 +26,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 
 from graph.builder import build_graph
-from graph.context import Context
+from graph.settings import Settings
 from nodes.memory_extraction import BackgroundMemoryUpdater, open_memory
 from nodes.models.tokens import message_text
 from nodes.summarize import full_history
@@ -121,7 +121,7 @@ class Agent:
         self,
         graph: CompiledStateGraph,
         checkpointer: BaseCheckpointSaver,
-        context: Context,
+        context: Settings,
         memory: BackgroundMemoryUpdater | None = None,
         threads: ThreadRegistry | None = None,
     ) -> None:
@@ -134,7 +134,7 @@ class Agent:
         )
         self._pruned: dict[str, str | None] = {}  # thread -> newest checkpoint id at its last prune
 
-    def _run_args(self, thread_id: str, user_id: str | None) -> tuple[dict[str, Any], Context]:
+    def _run_args(self, thread_id: str, user_id: str | None) -> tuple[dict[str, Any], Settings]:
         ctx = self.context if user_id is None else dataclasses.replace(self.context, user_id=user_id)
         config = {"configurable": {"thread_id": thread_id, "user_id": ctx.user_id}, "run_id": uuid.uuid4()}
         return config, ctx
@@ -186,7 +186,7 @@ class Agent:
         self,
         payload: Any,
         config: dict[str, Any],
-        ctx: Context,
+        ctx: Settings,
         on_event: Callable[[dict[str, Any]], None] | None,
         approve: Approve | None,
     ) -> Answer:
@@ -286,9 +286,9 @@ class Agent:
 
 
 @contextmanager
-def open_agent(context: Context | None = None, **build_kwargs: Any) -> Iterator[Agent]:
+def open_agent(context: Settings | None = None, **build_kwargs: Any) -> Iterator[Agent]:
     """An :class:`Agent` with the checkpointer the context asks for (SQLite under the data dir by default)."""
-    ctx = context or Context()
+    ctx = context or Settings()
     if "memory" not in build_kwargs and ctx.long_term_memory:
         build_kwargs["memory"] = open_memory(ctx)
     memory = build_kwargs.get("memory")

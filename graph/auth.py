@@ -1,14 +1,18 @@
-"""Who is calling a deployed LangGraph server, and which threads they may touch (``langgraph.json`` "auth").
+"""Who is calling a deployed LangGraph server, and what they may touch (``langgraph.json`` "auth").
 
-With ``KB_AGENT_API_TOKENS`` set (JSON, inline or a file: ``{"<token>": {"user": "alice", "roles": ["admin"]}}``
-or ``{"<token>": "alice"}``), every request needs ``Authorization: Bearer <token>``; the token decides the
-user id and roles, and what a run's context says about them is ignored (see ``Context.from_runtime``).
-Without it (a developer's ``langgraph dev``), the user is the ``x-kb-user`` header or ``default`` — threads
-are still kept apart per user, but nothing is authenticated.
+With ``KB_AGENT_API_TOKENS`` set (JSON, inline or a file:
+``{"<token>": {"user": "alice", "roles": ["user"], "groups": ["hr"]}}`` or ``{"<token>": "alice"}``), every
+request needs ``Authorization: Bearer <token>``, LangGraph Studio's included (``disable_studio_auth``); the
+token decides the user id, roles and document groups. Without it (a developer's ``langgraph dev``), the user
+is the ``x-kb-user`` header or the run's ``user_id`` — threads are still kept apart per user, but nothing
+is authenticated.
 
-Threads, runs and crons are stamped with their owner and every read, search, update and run is filtered by
-it, so one user can never list, read, continue or delete another's thread. LangGraph Studio's own user sees
-everything (it is the developer).
+- Threads, runs and crons are stamped with their owner and every access is filtered by it.
+- A run's ``context`` (and ``config.configurable``, which the server turns into the context) may set only
+  the knobs of ``graph.context.Context``, within the deployment's caps: anything else is a 403/422 that
+  names the key, before the run is queued.
+- Store items live under their owner's namespace (``(user_id, ...)``); assistants (whose config and
+  context would apply to every run) are created, changed and deleted by admins only.
 """
 
 from __future__ import annotations
@@ -22,59 +26,112 @@ from typing import Any
 
 from langgraph_sdk import Auth
 
+from graph.context import (
+    DEV_MARK,
+    GROUP_PREFIX,
+    HEADER_MARK,
+    ROLE_PREFIX,
+    TOKEN_MARK,
+    ConfigError,
+    ForbiddenSettingError,
+    check_run_values,
+)
+from graph.settings import Settings
+from tools.permissions import resolve_grant
+
 TOKENS_ENV = "KB_AGENT_API_TOKENS"
 USER_HEADER = b"x-kb-user"
-# Markers in the server's ``langgraph_auth_permissions``, read by ``Context.from_runtime``.
-TOKEN_MARK = "kb-auth:token"  # authenticated: user and roles come from the token, not the run's context
-HEADER_MARK = "kb-auth:header"  # development: the user named in the header
-ROLE_PREFIX = "role:"
+ASSISTANTS_PERMISSION = (
+    "server:assistants"  # admins ("*") have it; grant it to other roles to manage assistants
+)
+MAX_HEADER = 4096
 
 auth = Auth()
 
 
+def _names(value: Any, what: str) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        value = value.split(",")
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"{TOKENS_ENV}: {what} must be a list of names")
+    return [v.strip() for v in value if v.strip()]
+
+
 @functools.cache
-def _tokens(raw: str) -> dict[str, dict[str, Any]]:
+def _tokens(raw: str) -> dict[bytes, dict[str, Any]]:
     text = raw.strip()
     if text and not text.startswith("{"):
         text = Path(text).expanduser().read_text(encoding="utf-8")
     table = json.loads(text) if text else {}
     if not isinstance(table, dict):
         raise ValueError(f'{TOKENS_ENV} must be a JSON object {{"<token>": {{"user": ..., "roles": [...]}}}}')
-    users: dict[str, dict[str, Any]] = {}
+    users: dict[bytes, dict[str, Any]] = {}
     for token, who in table.items():
         entry = {"user": who} if isinstance(who, str) else dict(who)
         if not entry.get("user"):
             raise ValueError(f"{TOKENS_ENV}: a token has no user")
-        users[str(token)] = {"user": str(entry["user"]), "roles": [str(r) for r in entry.get("roles", [])]}
+        users[str(token).encode("utf-8")] = {
+            "user": str(entry["user"]),
+            "roles": _names(entry.get("roles"), "roles"),
+            "groups": _names(entry.get("groups"), "groups"),
+        }
     return users
 
 
-def _header(headers: dict[bytes, bytes], name: bytes) -> str:
-    value = headers.get(name) or headers.get(name.decode()) or b""  # type: ignore[call-overload]
-    return value.decode() if isinstance(value, bytes) else str(value)
+def _header(headers: dict[Any, Any], name: bytes) -> str | None:
+    """A header's text; None when absent, unreadable or absurdly long (the caller gets a 401, not a 500)."""
+    value = headers.get(name)
+    if value is None:
+        value = headers.get(name.decode())
+    if value is None:
+        return None
+    if isinstance(value, bytes):
+        try:
+            value = value.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    value = str(value)
+    return value if len(value) <= MAX_HEADER else None
+
+
+def _unauthorized(detail: str) -> Auth.exceptions.HTTPException:
+    return Auth.exceptions.HTTPException(status_code=401, detail=detail)
 
 
 @auth.authenticate
 async def authenticate(headers: dict[bytes, bytes]) -> Auth.types.MinimalUserDict:
     tokens = _tokens(os.environ.get(TOKENS_ENV, ""))
     if not tokens:
-        user = _header(headers, USER_HEADER).strip()
-        return {"identity": user or "default", "permissions": [HEADER_MARK] if user else []}
-    scheme, _, token = _header(headers, b"authorization").partition(" ")
+        user = (_header(headers, USER_HEADER) or "").strip()
+        if user:
+            return {"identity": user[:200], "permissions": [HEADER_MARK]}
+        return {"identity": "default", "permissions": [DEV_MARK]}
+    header = _header(headers, b"authorization")
+    if header is None:
+        raise _unauthorized(
+            "missing or unreadable Authorization header; send 'Authorization: Bearer <token>'"
+        )
+    scheme, _, token = header.strip().partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise _unauthorized("malformed Authorization header; send 'Authorization: Bearer <token>'")
+    presented = token.strip().encode("utf-8")
     for known, who in tokens.items():
-        if scheme.lower() == "bearer" and hmac.compare_digest(token.strip(), known):
-            return {
-                "identity": who["user"],
-                "permissions": [TOKEN_MARK, *(ROLE_PREFIX + r for r in who["roles"])],
-            }
-    raise Auth.exceptions.HTTPException(status_code=401, detail="missing or unknown bearer token")
+        if hmac.compare_digest(presented, known):
+            marks = [TOKEN_MARK, *(ROLE_PREFIX + r for r in who["roles"])]
+            marks += [GROUP_PREFIX + g for g in who["groups"]]
+            return {"identity": who["user"], "permissions": marks}
+    raise _unauthorized("unknown bearer token")
 
 
-def _stamp_and_filter(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str] | None:
-    """Stamp a new resource with its owner; filter every access by it."""
-    if isinstance(ctx.user, Auth.types.StudioUser):
-        return None
-    owner = ctx.user.identity
+def _owner(ctx: Auth.types.AuthContext) -> str:
+    return str(ctx.user.identity)
+
+
+def _stamp_and_filter(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
+    """Stamp a new resource with its owner; filter every access by it (Studio's user is no exception)."""
+    owner = _owner(ctx)
     if isinstance(value, dict):
         metadata = value.setdefault("metadata", {})
         if metadata is None:
@@ -84,11 +141,102 @@ def _stamp_and_filter(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]
     return {"owner": owner}
 
 
+def _check_run_payload(ctx: Auth.types.AuthContext, context: Any, configurable: Any) -> None:
+    """Refuse a run whose context or configurable sets anything but the caller's knobs, within the caps."""
+    settings = Settings.current()
+    authenticated = TOKEN_MARK in ctx.permissions or HEADER_MARK in ctx.permissions
+    for where, values in (("context", context), ("config.configurable", configurable or None)):
+        if values is None:
+            continue
+        try:
+            checked = check_run_values(values, settings, configurable=True)
+        except ForbiddenSettingError as exc:
+            raise Auth.exceptions.HTTPException(status_code=403, detail=f"{where}: {exc}") from None
+        except ConfigError as exc:
+            raise Auth.exceptions.HTTPException(status_code=422, detail=f"{where}: {exc}") from None
+        if authenticated and checked.get("user_id") not in (None, _owner(ctx)):
+            raise Auth.exceptions.HTTPException(
+                status_code=403,
+                detail=f"{where}: user_id is decided by your credentials ({_owner(ctx)!r}), not by the run",
+            )
+
+
+# Keys the server itself puts in a run's configurable before the handlers see it.
+_SERVER_KEYS = (
+    "langgraph_",
+    "__",
+    "x-",
+    "user-agent",
+    "thread_id",
+    "checkpoint",
+    "run_id",
+    "assistant_id",
+    "graph_id",
+    "cron_id",
+)
+
+
+def _caller_configurable(kwargs: dict[str, Any]) -> dict[str, Any] | None:
+    """What the caller put in ``config.configurable`` (the server mirrors the context there too)."""
+    config = kwargs.get("config") or {}
+    configurable = config.get("configurable") if isinstance(config, dict) else None
+    if not isinstance(configurable, dict):
+        return None
+    return {k: v for k, v in configurable.items() if not str(k).startswith(_SERVER_KEYS)}
+
+
 @auth.on.threads
-async def threads_of_their_owner(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str] | None:
+async def threads_of_their_owner(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
+    return _stamp_and_filter(ctx, value)
+
+
+@auth.on.threads.create_run
+async def runs_with_checked_context(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
+    kwargs = value.get("kwargs") or {}
+    _check_run_payload(ctx, kwargs.get("context"), _caller_configurable(kwargs))
     return _stamp_and_filter(ctx, value)
 
 
 @auth.on.crons
-async def crons_of_their_owner(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str] | None:
+async def crons_of_their_owner(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
+    payload = value.get("payload") if isinstance(value, dict) else None
+    if isinstance(payload, dict):
+        _check_run_payload(ctx, payload.get("context"), _caller_configurable(payload))
     return _stamp_and_filter(ctx, value)
+
+
+def _may_manage_assistants(ctx: Auth.types.AuthContext) -> bool:
+    settings = Settings.current()
+    roles = [p.removeprefix(ROLE_PREFIX) for p in ctx.permissions if p.startswith(ROLE_PREFIX)]
+    grant = resolve_grant(
+        user_id=_owner(ctx),
+        roles=roles,
+        default_roles=settings.default_roles,
+        user_roles_json=settings.user_roles,
+        role_permissions_json=settings.role_permissions,
+    )
+    return grant.allows(ASSISTANTS_PERMISSION)
+
+
+@auth.on.assistants
+async def assistants_by_admins(ctx: Auth.types.AuthContext, value: Any) -> None:
+    """Anyone may read and search assistants; creating, changing or deleting one is for admins."""
+    if ctx.action in ("read", "search"):
+        return None
+    if not _may_manage_assistants(ctx):
+        raise Auth.exceptions.HTTPException(
+            status_code=403, detail=f"only an administrator may {ctx.action} assistants"
+        )
+    return None
+
+
+@auth.on.store()
+async def store_items_of_their_owner(ctx: Auth.types.AuthContext, value: Any) -> None:
+    """Store items live under ``(<user id>, ...)``: nobody reads or writes another user's namespace."""
+    namespace = tuple(value.get("namespace") or ()) if isinstance(value, dict) else ()
+    if not namespace or str(namespace[0]) != _owner(ctx):
+        raise Auth.exceptions.HTTPException(
+            status_code=403,
+            detail=f"store namespaces must start with your user id ({_owner(ctx)!r})",
+        )
+    return None

@@ -23,6 +23,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
 
 from graph.context import Context
+from graph.settings import Settings
 from graph.state import InputState, State
 from nodes.agent import make_agent
 from nodes.execute_tools import make_tools
@@ -70,14 +71,14 @@ def default_registry() -> ToolRegistry:
     return registry
 
 
-def app_registry(ctx: Context | None = None, *, strict: bool = True) -> ToolRegistry:
+def app_registry(ctx: Settings | None = None, *, strict: bool = True) -> ToolRegistry:
     """Everything the application offers: the defaults plus the MCP servers of ``ctx.mcp_config``.
 
     ``strict=False`` (the module-level graph a server imports) logs an unusable MCP config instead of
     refusing to start; each server that fails is logged either way and the others still load.
     """
     registry = default_registry()
-    ctx = ctx if ctx is not None else Context()
+    ctx = ctx if ctx is not None else Settings.current()
     if ctx.mcp_config:
         from tools.mcp import register_mcp_tools, shared_manager  # MCP machinery only when configured
         from tools.mcp_config import MCPConfigError
@@ -98,22 +99,24 @@ def build_builder(
     registry: ToolRegistry | None = None,
     knowledge: KnowledgeSource = open_knowledge_base,
     memory: MemoryStore | None = None,
+    settings: Settings | None = None,
 ) -> StateGraph:
     """The uncompiled graph.
 
     ``model`` fixes the chat model (else it is chosen per run from the context); ``knowledge`` is a
-    knowledge base, a function of the run's context that opens one (the default: the one under the data
-    dir, if anything was ingested), or None for none.
+    knowledge base, a function of the run's settings that opens one (the default: the one under the data
+    dir, if anything was ingested), or None for none. ``settings`` is the deployment (None: read from the
+    environment); a run's context may only adjust it within its caps (``graph.context``).
     """
-    registry = registry if registry is not None else app_registry(strict=False)
+    registry = registry if registry is not None else app_registry(settings, strict=False)
     add_find_tools(registry)  # a catalog too big to bind whole gets the find_tools meta-tool
     builder = StateGraph(State, input_schema=InputState, context_schema=Context)
-    builder.add_node("load_memory", make_load_memory(memory))
-    builder.add_node("retrieve", make_retrieve(knowledge, model))
-    builder.add_node("summarize", make_summarize(registry, model))
-    builder.add_node("agent", make_agent(registry, model))
-    builder.add_node("tools", make_tools(registry))
-    builder.add_node("update_memory", make_update_memory(memory))
+    builder.add_node("load_memory", make_load_memory(memory, settings))
+    builder.add_node("retrieve", make_retrieve(knowledge, model, settings))
+    builder.add_node("summarize", make_summarize(registry, model, deployment=settings))
+    builder.add_node("agent", make_agent(registry, model, settings))
+    builder.add_node("tools", make_tools(registry, settings))
+    builder.add_node("update_memory", make_update_memory(memory, settings))
 
     builder.add_edge(START, "load_memory")
     builder.add_edge("load_memory", "retrieve")
@@ -133,9 +136,10 @@ def build_graph(
     registry: ToolRegistry | None = None,
     knowledge: KnowledgeSource = open_knowledge_base,
     memory: MemoryStore | None = None,
+    settings: Settings | None = None,
 ) -> CompiledStateGraph:
     """The compiled agent. Pass a checkpointer to keep threads (``stores.checkpoint.open_checkpointer``)."""
-    builder = build_builder(model=model, registry=registry, knowledge=knowledge, memory=memory)
+    builder = build_builder(model=model, registry=registry, knowledge=knowledge, memory=memory, settings=settings)
     return builder.compile(checkpointer=checkpointer, store=store, name="kb-agent")
 
 

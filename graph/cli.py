@@ -18,7 +18,7 @@ from rich.table import Table
 
 from graph import kb_cli, memory_cli
 from graph.api import Agent, EmptyQuestionError, open_agent
-from graph.context import ConfigError, Context, env_table
+from graph.settings import ConfigError, Settings, env_table
 from graph.tools_cli import tools_app
 from nodes.models.errors import ModelError
 from nodes.models.tokens import message_text
@@ -90,9 +90,9 @@ def _setup(verbose: bool) -> None:
     )
 
 
-def _context(user: str | None) -> Context:
-    ctx = Context()
-    return Context(**{**ctx.__dict__, "user_id": user}) if user else ctx
+def _context(user: str | None) -> Settings:
+    ctx = Settings()
+    return Settings(**{**ctx.__dict__, "user_id": user}) if user else ctx
 
 
 @app.command()

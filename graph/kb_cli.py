@@ -14,7 +14,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from graph.context import Context
+from graph.settings import Settings
 from nodes.services import open_knowledge_base
 
 MODES = ("bm25", "vector", "hybrid")
@@ -40,14 +40,14 @@ def _modes(text: str, *, eval_modes: bool = False) -> list[str]:
     return modes
 
 
-def _context(user: str | None, groups: str | None) -> Context:
-    ctx = Context()
+def _context(user: str | None, groups: str | None) -> Settings:
+    ctx = Settings()
     changes: dict[str, Any] = {}
     if user:
         changes["user_id"] = user
     if groups is not None:
         changes["groups"] = groups
-    return Context(**{**ctx.__dict__, **changes}) if changes else ctx
+    return Settings(**{**ctx.__dict__, **changes}) if changes else ctx
 
 
 def ingest(
@@ -62,7 +62,7 @@ def ingest(
     missing = [str(p) for p in paths if not p.exists()]
     if missing:
         _fail(f"no such file or folder: {', '.join(missing)}", 2)
-    kb = open_knowledge_base(Context(), create=True)
+    kb = open_knowledge_base(Settings(), create=True)
     group_list = [g.strip() for g in groups.split(",") if g.strip()] if groups else None
     columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
     with Progress(*columns, console=err, transient=True, disable=as_json) as progress:
@@ -94,7 +94,7 @@ def ingest(
 
 def stats(as_json: bool = typer.Option(False, "--json")) -> None:
     """Documents, chunks, last update and embedding model of the knowledge base."""
-    kb = open_knowledge_base(Context())
+    kb = open_knowledge_base(Settings())
     data = (
         kb.stats() if kb is not None else {"documents": 0, "chunks": 0, "last_update": None, "embedder": None}
     )
@@ -137,7 +137,7 @@ def search(
         )
 
 
-def _beir_index(folder: Path, ctx: Context) -> tuple[Any, list[Any], list[str], dict[str, str]]:
+def _beir_index(folder: Path, ctx: Settings) -> tuple[Any, list[Any], list[str], dict[str, str]]:
     """Index a BEIR corpus in a cache of its own (never the user's knowledge base): one file per document."""
     from stores.embeddings import embedder_for
     from stores.evaluation import load_beir
@@ -188,7 +188,7 @@ def evaluate(
     chosen = _modes(modes, eval_modes=True)
     if not dataset.exists():
         _fail(f"no such dataset: {dataset}", 2)
-    ctx = Context()
+    ctx = Settings()
     if dataset.is_dir():
         kb, queries, problems, id_map = _beir_index(dataset, ctx)
 
@@ -240,7 +240,7 @@ def _cell(value: Any) -> str:
     return f"{value:.4f}" if isinstance(value, float) else str(value)
 
 
-def _eval_reranker(ctx: Context, calls: list[int]) -> Any:
+def _eval_reranker(ctx: Settings, calls: list[int]) -> Any:
     """The configured reranker, counting its calls; ``hybrid+rerank`` needs KB_AGENT_RERANKER set."""
     from nodes.models import get_chat_model
     from stores.rerank import RerankerSettingError, reranker_from_setting

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from graph.context import ConfigError, Context
+from graph.settings import ConfigError, Settings
 from nodes.memory_extraction import memory_store
 from nodes.memory_rules import MEMORY_TYPES
 from stores.audit import AuditEntry
@@ -40,7 +40,7 @@ def _fail(message: str, code: int = 1) -> None:
 
 def _open(user: str | None) -> tuple[ChromaMemoryStore, str]:
     try:
-        ctx = Context()
+        ctx = Settings()
         if user is not None:
             if not user.strip():
                 _fail("--user is empty: name the user whose memories to manage", 2)

@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from graph.context import ConfigError, Context
+from graph.settings import ConfigError, Settings
 from tools.approval import ApprovalDecision, ApprovalRequest, Approver
 from tools.executor import ToolCallRequest, ToolExecutor
 from tools.permissions import grant_for
@@ -34,17 +34,17 @@ def _fail(message: str, code: int = 1) -> None:
     raise typer.Exit(code)
 
 
-def _context(user: str | None, roles: str | None) -> Context:
+def _context(user: str | None, roles: str | None) -> Settings:
     try:
-        ctx = Context()
+        ctx = Settings()
         changes = {k: v for k, v in {"user_id": user, "roles": roles}.items() if v}
-        return Context(**{**ctx.__dict__, **changes}) if changes else ctx
+        return Settings(**{**ctx.__dict__, **changes}) if changes else ctx
     except ConfigError as exc:
         _fail(str(exc))
         raise  # unreachable: _fail exits
 
 
-def _registry(ctx: Context) -> ToolRegistry:
+def _registry(ctx: Settings) -> ToolRegistry:
     from graph.builder import app_registry  # the same tools the graph binds, MCP servers included
 
     try:
@@ -70,7 +70,7 @@ def prompt_approver(console: Console) -> Approver:
     return approve
 
 
-def _mcp_problems(ctx: Context) -> None:
+def _mcp_problems(ctx: Settings) -> None:
     """Servers (or single tools) of the MCP config that did not load, one warning line each."""
     if not ctx.mcp_config:
         return

@@ -15,7 +15,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, SystemMessage
 from langgraph.runtime import Runtime
 
-from graph.context import Context
+from graph.context import Context, run_settings
+from graph.settings import Settings
 from graph.state import State
 from nodes import prompts
 from nodes.budget import Budget
@@ -37,11 +38,13 @@ def final_message(text: str, reason: str) -> AIMessage:
     return AIMessage(content=text, response_metadata={"kb_agent_stop": reason, "finish_reason": "stop"})
 
 
-def make_agent(registry: ToolRegistry, model: BaseChatModel | None = None) -> AgentNode:
+def make_agent(
+    registry: ToolRegistry, model: BaseChatModel | None = None, deployment: Settings | None = None
+) -> AgentNode:
     """The agent node over ``registry``; ``model`` overrides the per-run choice (tests, benchmarks)."""
 
     def agent(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-        ctx = Context.from_runtime(runtime)
+        ctx = run_settings(runtime, deployment)
         budget = Budget.from_context(ctx)
         question, turn_id = current_question(state.messages)
         lang = language(question)

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from graph.context import Context
+from graph.settings import Settings
 
 LIMIT_NAMES = {
     "rounds": ("最大模型轮数", "model rounds"),
@@ -32,7 +32,7 @@ class Budget:
     max_repeated_calls: int = 3
 
     @classmethod
-    def from_context(cls, ctx: Context) -> Budget:
+    def from_context(cls, ctx: Settings) -> Budget:
         return cls(
             ctx.max_rounds, ctx.max_tool_calls, ctx.max_tokens, ctx.max_seconds, ctx.max_repeated_calls
         )

@@ -15,7 +15,8 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
-from graph.context import Context
+from graph.context import Context, run_settings
+from graph.settings import Settings
 from graph.state import State
 from nodes.agent import final_message
 from nodes.budget import Budget
@@ -47,9 +48,9 @@ def _thread_id() -> str | None:
         return None
 
 
-def make_tools(registry: ToolRegistry) -> ToolsNode:
+def make_tools(registry: ToolRegistry, deployment: Settings | None = None) -> ToolsNode:
     def tools(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-        ctx = Context.from_runtime(runtime)
+        ctx = run_settings(runtime, deployment)
         budget = Budget.from_context(ctx)
         last = state.messages[-1]
         assert isinstance(last, AIMessage), "the tools node runs only after an assistant message"

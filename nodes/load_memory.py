@@ -7,7 +7,8 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from graph.context import Context
+from graph.context import Context, run_settings
+from graph.settings import Settings
 from graph.state import State
 from nodes.turn import current_question
 from stores.base import MemoryStore
@@ -15,11 +16,13 @@ from stores.base import MemoryStore
 RECALL_TOP_K = 5
 
 
-def make_load_memory(memory: MemoryStore | None) -> Callable[[State, Runtime[Context]], dict[str, Any]]:
+def make_load_memory(
+    memory: MemoryStore | None, deployment: Settings | None = None
+) -> Callable[[State, Runtime[Context]], dict[str, Any]]:
     def load_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+        ctx = run_settings(runtime, deployment)  # first node: a run's bad context stops the run here
         if memory is None:
             return {"memories": []}
-        ctx = Context.from_runtime(runtime)
         question, _ = current_question(state.messages)
         if not question.strip():
             return {"memories": []}

@@ -22,7 +22,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
-from graph.context import Context
+from graph.settings import Settings
 from nodes.memory_rules import (
     EXTRACTION_PROMPT,
     ExtractionRequest,
@@ -294,7 +294,7 @@ _updaters: dict[tuple[Any, ...], BackgroundMemoryUpdater] = {}
 _lock = threading.Lock()
 
 
-def extractor_for(ctx: Context) -> Extractor:
+def extractor_for(ctx: Settings) -> Extractor:
     """The configured model when there is one, else the offline rules."""
     if ctx.uses_offline_model:
         return OfflineExtractor()
@@ -303,7 +303,7 @@ def extractor_for(ctx: Context) -> Extractor:
     return ModelExtractor(get_chat_model(ctx), timeout=ctx.model_timeout)
 
 
-def memory_store(ctx: Context) -> ChromaMemoryStore:
+def memory_store(ctx: Settings) -> ChromaMemoryStore:
     """The long-term memory store of this context, opened once per process."""
     from stores.embeddings import embedder_for
 
@@ -330,7 +330,7 @@ def memory_store(ctx: Context) -> ChromaMemoryStore:
         return _stores[key]
 
 
-def open_memory(ctx: Context) -> BackgroundMemoryUpdater:
+def open_memory(ctx: Settings) -> BackgroundMemoryUpdater:
     """The store of this context behind a background updater (drained at exit, at most 10 s)."""
     store = memory_store(ctx)
     key = (id(store),)
@@ -345,17 +345,22 @@ class RunMemory:
     """A :class:`MemoryStore` that opens the store of each run's context (for the server's ``graph``).
 
     A context with ``long_term_memory`` off (when that setting exists) recalls and learns nothing.
+    ``deployment`` is the graph's settings (None: the environment's).
     """
 
-    @staticmethod
-    def _memory() -> BackgroundMemoryUpdater | None:
+    def __init__(self, deployment: Settings | None = None) -> None:
+        self.deployment = deployment
+
+    def _memory(self) -> BackgroundMemoryUpdater | None:
         from langgraph.runtime import get_runtime
 
+        from graph.context import run_settings
+
         try:
-            runtime = get_runtime(Context)
+            runtime = get_runtime()
         except (RuntimeError, KeyError):
             runtime = None
-        ctx = Context.from_runtime(runtime)
+        ctx = run_settings(runtime, self.deployment)
         return open_memory(ctx) if getattr(ctx, "long_term_memory", True) else None
 
     def recall(self, user_id: str, query: str, top_k: int = 5) -> list[MemoryRecord]:

@@ -14,7 +14,8 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langgraph.runtime import Runtime
 
-from graph.context import Context
+from graph.context import Context, run_settings
+from graph.settings import Settings
 from graph.state import State
 from nodes.models import get_chat_model
 from nodes.models.intents import find_expression
@@ -37,20 +38,20 @@ def needs_retrieval(question: str) -> bool:
     return expression is None or len(expression) < 0.6 * len(question.replace(" ", ""))
 
 
-def resolve_knowledge(source: KnowledgeSource, ctx: Context) -> KnowledgeBase | None:
+def resolve_knowledge(source: KnowledgeSource, ctx: Settings) -> KnowledgeBase | None:
     if source is None or isinstance(source, KnowledgeBase):
         return source
     return source(ctx)
 
 
 def make_retrieve(
-    knowledge: KnowledgeSource, model: BaseChatModel | None = None
+    knowledge: KnowledgeSource, model: BaseChatModel | None = None, deployment: Settings | None = None
 ) -> Callable[[State, Runtime[Context]], dict[str, Any]]:
     def retrieve(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         question, _ = current_question(state.messages)
         if not question.strip() or not needs_retrieval(question):
             return {"passages": []}
-        ctx = Context.from_runtime(runtime)
+        ctx = run_settings(runtime, deployment)
         kb = resolve_knowledge(knowledge, ctx)
         if kb is None:
             return {"passages": []}

@@ -13,7 +13,7 @@ from typing import Any
 
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from graph.context import Context
+from graph.settings import Settings
 from nodes.models import OfflineChatModel, get_chat_model
 from nodes.models.extractive import extractive_summary
 from nodes.models.tokens import message_text
@@ -34,11 +34,11 @@ SUMMARY_PROMPT = {
 }
 
 
-def knowledge_dir(ctx: Context) -> Path:
+def knowledge_dir(ctx: Settings) -> Path:
     return Path(ctx.data_dir) / "knowledge"
 
 
-def open_knowledge_base(ctx: Context, *, create: bool = False) -> Any | None:
+def open_knowledge_base(ctx: Settings, *, create: bool = False) -> Any | None:
     """The knowledge base for this context, or None when nothing was ingested (and ``create`` is False)."""
     from stores.knowledge import KnowledgeBase
 
@@ -71,7 +71,7 @@ def open_knowledge_base(ctx: Context, *, create: bool = False) -> Any | None:
         return _knowledge[key]
 
 
-def feedback_store(ctx: Context) -> FeedbackStore:
+def feedback_store(ctx: Settings) -> FeedbackStore:
     key = (str(Path(ctx.data_dir).resolve()), ctx.database_url)
     with _lock:
         if key not in _feedback:
@@ -79,7 +79,7 @@ def feedback_store(ctx: Context) -> FeedbackStore:
         return _feedback[key]
 
 
-def summarize(topic: str, passages: list[Passage], ctx: Context) -> dict[str, Any]:
+def summarize(topic: str, passages: list[Passage], ctx: Settings) -> dict[str, Any]:
     """The second model call of ``generate_summary``: run and counted apart from the outer loop."""
     model = get_chat_model(ctx)
     if isinstance(model, OfflineChatModel):
@@ -109,7 +109,7 @@ def summarize(topic: str, passages: list[Passage], ctx: Context) -> dict[str, An
 
 def knowledge_services() -> KnowledgeServices:
     return KnowledgeServices(
-        knowledge=lambda settings: open_knowledge_base(settings or Context()),
-        feedback=lambda settings: feedback_store(settings or Context()),
-        summarize=lambda topic, passages, settings: summarize(topic, passages, settings or Context()),
+        knowledge=lambda settings: open_knowledge_base(settings or Settings()),
+        feedback=lambda settings: feedback_store(settings or Settings()),
+        summarize=lambda topic, passages, settings: summarize(topic, passages, settings or Settings()),
     )

@@ -35,7 +35,8 @@ from langchain_core.messages import (
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
-from graph.context import OFFLINE_MODEL, Context
+from graph.context import Context, run_settings
+from graph.settings import OFFLINE_MODEL, Settings
 from graph.state import State
 from nodes import prompts
 from nodes.budget import Budget
@@ -113,7 +114,7 @@ class MemorySettings:
         )
 
     @classmethod
-    def from_context(cls, ctx: Context, model_name: str | None = None) -> MemorySettings:
+    def from_context(cls, ctx: Settings, model_name: str | None = None) -> MemorySettings:
         """From the run's context; fields the context lacks (older builds) take their defaults."""
         window = ctx.context_window or window_for(model_name or ctx.model_name)
         return cls.resolve(
@@ -152,7 +153,7 @@ def _block_tokens(lang: str, remaining: dict[str, Any], base: int, **block: Any)
 
 
 def measure(
-    settings: MemorySettings, state: State, ctx: Context, definitions: Sequence[dict[str, Any]]
+    settings: MemorySettings, state: State, ctx: Settings, definitions: Sequence[dict[str, Any]]
 ) -> tuple[HistoryBudget, int]:
     """The budget of the next request and the tokens its summary block takes."""
     question, _ = current_question(state.messages)
@@ -336,12 +337,13 @@ def make_summarize(
     *,
     summarizer: Summarizer | None = None,
     settings: MemorySettings | None = None,
+    deployment: Settings | None = None,
 ) -> Callable[[State, Runtime[Context]], dict[str, Any]]:
     """The node. ``model`` is the graph's fixed chat model (if any); ``summarizer`` and ``settings``
     override the per-run choices (tests, benchmarks)."""
     failed_turns: dict[str, None] = {}  # one failed summary attempt per turn, not one per model round
 
-    def pick(ctx: Context) -> Summarizer:
+    def pick(ctx: Settings) -> Summarizer:
         if summarizer is not None:
             return summarizer
         if isinstance(model, OfflineChatModel) or (model is None and ctx.uses_offline_model):
@@ -353,7 +355,7 @@ def make_summarize(
         current = last_human_index(messages)
         if current < 0:
             return {}
-        ctx = Context.from_runtime(runtime)
+        ctx = run_settings(runtime, deployment)
         name = OFFLINE_MODEL if isinstance(model, OfflineChatModel) else getattr(model, "model_name", None)
         limits = settings or MemorySettings.from_context(ctx, name)
         update: dict[str, Any] = {}

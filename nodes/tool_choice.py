@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from graph.context import Context
+from graph.settings import Settings
 from nodes.turn import current_question
 from stores.embeddings import EmbedderError, embedder_for
 from stores.vector_cache import CachedEmbedder
@@ -29,7 +29,7 @@ _lock = threading.Lock()
 _indexes: dict[tuple[int, tuple[str, ...], str], ToolSearch] = {}
 
 
-def tool_index(registry: ToolRegistry, ctx: Context) -> ToolSearch:
+def tool_index(registry: ToolRegistry, ctx: Settings) -> ToolSearch:
     """The search index of ``registry`` (built once per catalog and embedder; vectors cached on disk)."""
     names = tuple(spec.name for spec in registry if spec.name != FIND_TOOLS)
     key = (id(registry), names, ctx.tool_search_embedder)
@@ -63,7 +63,7 @@ def add_find_tools(registry: ToolRegistry, k: int = 8) -> None:
         return
 
     def index_for(tool_context: ToolContext) -> ToolSearch:
-        settings = tool_context.settings if isinstance(tool_context.settings, Context) else Context()
+        settings = tool_context.settings if isinstance(tool_context.settings, Settings) else Settings()
         return tool_index(registry, settings)
 
     def allowed(tool_context: ToolContext) -> Any:
@@ -72,7 +72,7 @@ def add_find_tools(registry: ToolRegistry, k: int = 8) -> None:
     registry.register(find_tools_spec(index_for, allowed=allowed))
 
 
-def offered_tools(registry: ToolRegistry, messages: Sequence[Any], ctx: Context) -> list[ToolSpec]:
+def offered_tools(registry: ToolRegistry, messages: Sequence[Any], ctx: Settings) -> list[ToolSpec]:
     """The tools bound to the model for this round, in registration order."""
     grant = grant_for(ctx)
     permitted = [spec for spec in registry if grant.permits(spec)]
@@ -89,7 +89,7 @@ def offered_tools(registry: ToolRegistry, messages: Sequence[Any], ctx: Context)
 
 
 def offered_definitions(
-    registry: ToolRegistry, messages: Sequence[Any], ctx: Context
+    registry: ToolRegistry, messages: Sequence[Any], ctx: Settings
 ) -> list[dict[str, Any]]:
     """The OpenAI ``tools`` entries of :func:`offered_tools` (also what the budget counts)."""
     return [spec.definition() for spec in offered_tools(registry, messages, ctx)]

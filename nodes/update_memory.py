@@ -13,18 +13,21 @@ from typing import Any
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
-from graph.context import Context
+from graph.context import Context, run_settings
+from graph.settings import Settings
 from graph.state import State
 from stores.base import MemoryStore
 
 log = logging.getLogger("kb_agent.memory")
 
 
-def make_update_memory(memory: MemoryStore | None) -> Callable[[State, Runtime[Context]], dict[str, Any]]:
+def make_update_memory(
+    memory: MemoryStore | None, deployment: Settings | None = None
+) -> Callable[[State, Runtime[Context]], dict[str, Any]]:
     def update_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         if memory is None:
             return {}
-        ctx = Context.from_runtime(runtime)
+        ctx = run_settings(runtime, deployment)
         thread_id = get_config().get("configurable", {}).get("thread_id")
         try:
             applied = memory.update_from_turn(ctx.user_id, thread_id, state.messages)

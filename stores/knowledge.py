@@ -512,9 +512,15 @@ class KnowledgeBase(KnowledgeMaintenance):
             )
         return [by_id[cid] for cid in ids if cid in by_id]
 
-    def stats(self) -> dict[str, Any]:
-        """Documents, chunks, last update (ISO), embedder, dim and the access groups seen."""
+    def stats(self, groups: Iterable[str] | None = None) -> dict[str, Any]:
+        """Documents, chunks, last update (ISO), embedder, dim and the access groups seen.
+
+        With ``groups`` (a caller's), only the documents those groups may see are counted and named.
+        """
         records = self.manifest.records()
+        if groups is not None:
+            visible = {*groups, "public"}
+            records = {k: r for k, r in records.items() if visible & set(r.groups or ["public"])}
         meta = self.manifest.meta()
         return {
             "documents": len(records),

@@ -110,7 +110,7 @@ def knowledge_tools(services: KnowledgeServices) -> list[ToolSpec]:
             return json.dumps(
                 {"documents": 0, "chunks": 0, "note": "nothing ingested yet"}, ensure_ascii=False
             )
-        return json.dumps(kb.stats(), ensure_ascii=False, default=str)
+        return json.dumps(kb.stats(groups=_groups(tool_context)), ensure_ascii=False, default=str)
 
     def _document(doc_id: str, settings: Any) -> tuple[Any, Any]:
         """The knowledge base and the manifest record of ``doc_id`` (a source path, or a ``path#n`` id)."""
@@ -141,7 +141,7 @@ def knowledge_tools(services: KnowledgeServices) -> list[ToolSpec]:
             {
                 "deleted": record.source,
                 "chunks_removed": removed,
-                "documents_left": kb.stats().get("documents"),
+                "documents_left": kb.stats(groups=_groups(tool_context)).get("documents"),
             },
             ensure_ascii=False,
         )

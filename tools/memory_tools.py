@@ -18,14 +18,14 @@ from nodes.memory_rules import MAX_CHARS, MEMORY_TYPES, has_forget_intent
 from stores.memory import ChromaMemoryStore
 from tools.registry import ToolContext, ToolError, ToolSpec
 
-StoreFor = Callable[[Any], ChromaMemoryStore]  # the run's settings (graph Context) -> its memory store
+StoreFor = Callable[[Any], ChromaMemoryStore]  # the run's settings (graph Settings) -> its memory store
 
 
 def _default_store(settings: Any) -> ChromaMemoryStore:
-    from graph.context import Context
+    from graph.settings import Settings
     from nodes.memory_extraction import memory_store
 
-    return memory_store(settings if isinstance(settings, Context) else Context())
+    return memory_store(settings if isinstance(settings, Settings) else Settings())
 
 
 def _latest_user_message(history: tuple[Any, ...]) -> str:

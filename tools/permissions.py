@@ -117,6 +117,17 @@ def user_roles(raw: str) -> dict[str, tuple[str, ...]]:
     return {str(user): _names(roles, f"KB_AGENT_USER_ROLES[{user!r}]") for user, roles in value.items()}
 
 
+@functools.cache
+def user_groups(raw: str) -> dict[str, tuple[str, ...]]:
+    """The user → document groups table from ``raw`` (JSON object, inline or a file path)."""
+    value = _load_json(raw, "KB_AGENT_USER_GROUPS")
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise PermissionConfigError('KB_AGENT_USER_GROUPS must be an object: {"alice": ["hr"], ...}')
+    return {str(user): _names(groups, f"KB_AGENT_USER_GROUPS[{user!r}]") for user, groups in value.items()}
+
+
 def resolve_grant(
     *,
     user_id: str,
@@ -140,9 +151,9 @@ def resolve_grant(
 
 
 def grant_for(settings: Any, user_id: str | None = None) -> Grant:
-    """The grant of a run from its graph ``Context`` (anything with the role fields); none: everything.
+    """The grant of a run from its graph ``Settings`` (anything with the role fields); none: everything.
 
-    Code that builds a ToolContext without a Context (unit tests, embedding the executor) is trusted
+    Code that builds a ToolContext without a Settings (unit tests, embedding the executor) is trusted
     application code; runs of the agent always carry one.
     """
     if settings is None:

@@ -45,7 +45,7 @@ class ToolContext:
     user_id: str = "default"
     thread_id: str | None = None
     timezone: str = ""
-    settings: Any = None  # the run's graph Context, for tools that need more of it
+    settings: Any = None  # the run's graph Settings, for tools that need more of it
     run_id: str | None = None
     history: tuple[Any, ...] = ()  # the thread's messages up to this call (read-only), e.g. for feedback
     grant: Any = None  # a tools.permissions.Grant; None: derived from ``settings`` (none at all: everything)

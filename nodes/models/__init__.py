@@ -6,7 +6,7 @@ from functools import lru_cache
 
 from langchain_core.language_models import BaseChatModel
 
-from graph.context import ConfigError, Context
+from graph.settings import ConfigError, Settings
 from nodes.models.offline import OfflineChatModel
 from nodes.models.scripted import ScriptedChatModel, tool_call
 
@@ -30,7 +30,7 @@ def _openai_model(
     )
 
 
-def get_chat_model(context: Context) -> BaseChatModel:
+def get_chat_model(context: Settings) -> BaseChatModel:
     """The model this run asked for: the offline model, or the configured OpenAI-compatible endpoint."""
     if context.uses_offline_model:
         return OfflineChatModel()

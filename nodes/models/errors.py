@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from graph.context import Context
+from graph.settings import Settings
 
 
 class ModelError(RuntimeError):
     """The model endpoint could not answer; the message says why and what to do."""
 
 
-def describe_model_error(exc: Exception, ctx: Context) -> ModelError | None:
+def describe_model_error(exc: Exception, ctx: Settings) -> ModelError | None:
     """Translate an ``openai`` client error into a ModelError; None for errors that are not the endpoint's."""
     try:
         import openai

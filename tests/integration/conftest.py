@@ -11,7 +11,7 @@ import pytest
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 
-from graph.context import Context
+from graph.settings import Settings
 from nodes.services import open_knowledge_base
 from stores.checkpoint import open_checkpointer
 
@@ -42,6 +42,6 @@ def kb_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("KB_AGENT_EMBEDDER", "hashing")
     docs = tmp_path / "docs"
     shutil.copytree(RAG_DOCS, docs)
-    report = open_knowledge_base(Context(), create=True).ingest([docs])
+    report = open_knowledge_base(Settings(), create=True).ingest([docs])
     assert sorted(report.added) == ["agents.md", "rag.md", "salary.md"]
     return home

@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 from graph import build_graph
 from graph.api import NoPendingApprovalError, open_agent
 from graph.cli import app
-from graph.context import Context
+from graph.settings import Settings
 from nodes.models.scripted import ScriptedChatModel, tool_call
 from nodes.services import open_knowledge_base
 from tools.approval import InvalidApprovalError
@@ -31,14 +31,14 @@ ADMIN = {"roles": "admin"}
 
 
 def _found(query: str, mode: str) -> set[str]:
-    kb = open_knowledge_base(Context())
+    kb = open_knowledge_base(Settings())
     hits = kb.search(query, user_id="alice", groups=["public", "hr"], top_k=10, mode=mode)
     return {h["id"].split("#")[0] for h in hits}
 
 
 def _indexed(source: str) -> dict[str, bool]:
     """Whether any chunk of ``source`` is in each store (Chroma, BM25, manifest)."""
-    ids = open_knowledge_base(Context()).index_ids()
+    ids = open_knowledge_base(Settings()).index_ids()
     return {store: any(cid.startswith(source + "#") for cid in held) for store, held in ids.items()}
 
 
@@ -51,53 +51,53 @@ def test_approve_removes_the_document_from_both_retrievers(kb_home: Path) -> Non
     assert "rag.md" in _found("RAG 检索增强生成", "bm25")
     graph = build_graph(InMemorySaver())
     config = {"configurable": {"thread_id": "t", "user_id": "alice"}}
-    paused = graph.invoke({"messages": [HumanMessage("删除文档 rag.md")]}, config, context=Context(**ADMIN))
+    paused = graph.invoke({"messages": [HumanMessage("删除文档 rag.md")]}, config, context=Settings(**ADMIN))
     [pending] = paused["__interrupt__"]
     assert pending.value["tool"] == "delete_document" and pending.value["args"] == {"doc_id": "rag.md"}
     assert "rag.md" in pending.value["description"] and "BM25" in pending.value["description"]
     assert "rag.md" in _found("RAG 检索增强生成", "bm25")  # nothing happened while waiting
 
-    done = graph.invoke(Command(resume={"approved": True}), config, context=Context(**ADMIN))
+    done = graph.invoke(Command(resume={"approved": True}), config, context=Settings(**ADMIN))
     assert "已删除文档 rag.md" in done["messages"][-1].content
     assert _indexed("rag.md") == {"chroma": False, "bm25": False, "manifest": False}
     assert "rag.md" not in _found("RAG 检索增强生成", "hybrid")
-    assert _indexed("agents.md")["chroma"] and open_knowledge_base(Context()).stats()["documents"] == 2
+    assert _indexed("agents.md")["chroma"] and open_knowledge_base(Settings()).stats()["documents"] == 2
 
 
 def test_reject_changes_nothing_and_the_model_is_told(kb_home: Path) -> None:
     graph = build_graph(InMemorySaver())
     config = {"configurable": {"thread_id": "t", "user_id": "alice"}}
-    graph.invoke({"messages": [HumanMessage("delete the document rag.md")]}, config, context=Context(**ADMIN))
+    graph.invoke({"messages": [HumanMessage("delete the document rag.md")]}, config, context=Settings(**ADMIN))
     done = graph.invoke(
-        Command(resume={"approved": False, "reason": "still needed"}), config, context=Context(**ADMIN)
+        Command(resume={"approved": False, "reason": "still needed"}), config, context=Settings(**ADMIN)
     )
     [result] = _tool_messages(done["messages"], "delete_document")
     assert result.status == "error" and "rejected" in result.content and "still needed" in result.content
     assert _indexed("rag.md") == {"chroma": True, "bm25": True, "manifest": True}
-    assert open_knowledge_base(Context()).stats()["documents"] == 3
+    assert open_knowledge_base(Settings()).stats()["documents"] == 3
 
 
 def test_an_approval_covers_one_call_only(kb_home: Path) -> None:
     graph = build_graph(InMemorySaver())
     config = {"configurable": {"thread_id": "t", "user_id": "alice"}}
-    ctx = Context(**ADMIN)
+    ctx = Settings(**ADMIN)
     graph.invoke({"messages": [HumanMessage("删除文档 rag.md")]}, config, context=ctx)
     graph.invoke(Command(resume={"approved": True}), config, context=ctx)
     again = graph.invoke({"messages": [HumanMessage("删除文档 agents.md")]}, config, context=ctx)
     assert again["__interrupt__"][0].value["args"] == {"doc_id": "agents.md"}  # asked again
-    assert open_knowledge_base(Context()).stats()["documents"] == 2
+    assert open_knowledge_base(Settings()).stats()["documents"] == 2
 
 
 def test_a_malformed_answer_asks_again(kb_home: Path) -> None:
     graph = build_graph(InMemorySaver())
     config = {"configurable": {"thread_id": "t", "user_id": "alice"}}
-    ctx = Context(**ADMIN)
+    ctx = Settings(**ADMIN)
     graph.invoke({"messages": [HumanMessage("删除文档 rag.md")]}, config, context=ctx)
     for bad in ("yes", True, {"approved": "yes"}):
         again = graph.invoke(Command(resume=bad), config, context=ctx)
         [pending] = again["__interrupt__"]
         assert "error" in pending.value and pending.value["tool"] == "delete_document"
-    assert open_knowledge_base(Context()).stats()["documents"] == 3
+    assert open_knowledge_base(Settings()).stats()["documents"] == 3
     graph.invoke(Command(resume={"approved": False}), config, context=ctx)
     assert graph.get_state(config).interrupts == ()
 
@@ -117,7 +117,7 @@ def test_a_user_without_the_role_is_denied_through_the_graph(kb_home: Path) -> N
     )
     [denied] = _tool_messages(forced["messages"], "delete_document")
     assert denied.status == "error" and "permission denied" in denied.content
-    assert "__interrupt__" not in forced and open_knowledge_base(Context()).stats()["documents"] == 3
+    assert "__interrupt__" not in forced and open_knowledge_base(Settings()).stats()["documents"] == 3
     assert "delete_document" not in {t["function"]["name"] for t in scripted.tools_seen[0]}
 
 
@@ -132,15 +132,15 @@ def test_user_roles_setting_grants_the_role(kb_home: Path, monkeypatch: pytest.M
 RESUME_CHILD = """
 import json, sys
 from graph.api import open_agent
-from graph.context import Context
-with open_agent(Context(roles="admin")) as agent:
+from graph.settings import Settings
+with open_agent(Settings(roles="admin")) as agent:
     answer = agent.resume("del", {"approved": True}, user_id="alice")
     print(json.dumps({"text": answer.text, "pending": answer.pending_approvals}))
 """
 
 
 def test_resume_in_a_new_process_from_the_checkpoint(kb_home: Path) -> None:
-    with open_agent(Context(roles="admin")) as agent:
+    with open_agent(Settings(roles="admin")) as agent:
         answer = agent.ask("删除文档 rag.md", thread_id="del", user_id="alice")
         assert answer.pending_approvals and answer.pending_approvals[0]["args"] == {"doc_id": "rag.md"}
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
@@ -155,11 +155,11 @@ def test_resume_in_a_new_process_from_the_checkpoint(kb_home: Path) -> None:
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert "已删除文档 rag.md" in result["text"] and result["pending"] == []
-    assert open_knowledge_base(Context()).stats()["documents"] == 2
+    assert open_knowledge_base(Settings()).stats()["documents"] == 2
 
 
 def test_resume_bad_inputs_through_the_api(kb_home: Path) -> None:
-    with open_agent(Context(roles="admin")) as agent:
+    with open_agent(Settings(roles="admin")) as agent:
         agent.ask("计算 1+1", thread_id="calm", user_id="alice")
         with pytest.raises(NoPendingApprovalError, match="not waiting"):
             agent.resume("calm", {"approved": True}, user_id="alice")
@@ -185,7 +185,7 @@ def test_cli_tools_call_permission_and_approval(kb_home: Path, monkeypatch: pyte
     denied = runner.invoke(app, [*args, "--user", "bob"])
     assert denied.exit_code == 4 and "permission denied" in denied.output
     refused = runner.invoke(app, [*args, "--user", "alice"], input="n\n")
-    assert refused.exit_code == 5 and open_knowledge_base(Context()).stats()["documents"] == 3
+    assert refused.exit_code == 5 and open_knowledge_base(Settings()).stats()["documents"] == 3
     approved = runner.invoke(app, [*args, "--user", "alice", "--json"], input="y\n")
     assert approved.exit_code == 0, approved.output
     assert '"deleted": "rag.md"' in approved.output.replace('\\"', '"')

@@ -12,11 +12,11 @@ from typer.testing import CliRunner
 from graph import build_graph
 from graph.api import open_agent
 from graph.cli import app
-from graph.context import Context
+from graph.settings import Settings
 from nodes.summarize import full_history
 from stores.checkpoint_prune import checkpoints_to_delete, prune_thread
 
-SMALL = Context(
+SMALL = Settings(
     context_window=2600, reserved_answer_tokens=200, safety_margin_tokens=50, long_term_memory=False
 )
 LONG = "We are migrating the ingestion service from cron jobs to a queue; logs live in /var/log/ingest/. "
@@ -73,7 +73,7 @@ def test_checkpoints_to_delete_is_empty_for_one_checkpoint() -> None:
 
 
 def test_agent_auto_prune_and_cli(tmp_path: Path) -> None:
-    ctx = Context(data_dir=str(tmp_path), checkpoint_prune=True, long_term_memory=False)
+    ctx = Settings(data_dir=str(tmp_path), checkpoint_prune=True, long_term_memory=False)
     with open_agent(ctx) as agent:
         for i in range(4):
             agent.ask(f"计算 {i} × 7", thread_id="auto")
@@ -86,7 +86,7 @@ def test_agent_auto_prune_and_cli(tmp_path: Path) -> None:
             "tool",
             "ai",
         ] * 4
-    plain = Context(data_dir=str(tmp_path), long_term_memory=False)
+    plain = Settings(data_dir=str(tmp_path), long_term_memory=False)
     with open_agent(plain) as agent:
         agent.ask("计算 1 × 7", thread_id="manual")
     result = CliRunner().invoke(app, ["threads", "prune", "manual"], env={"KB_AGENT_HOME": str(tmp_path)})

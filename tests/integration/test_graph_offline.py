@@ -10,7 +10,7 @@ from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMes
 from langgraph.checkpoint.memory import InMemorySaver
 
 from graph import build_graph, graph
-from graph.context import Context
+from graph.settings import Settings
 from nodes.models import ScriptedChatModel, tool_call
 from stores.base import MemoryRecord, Passage
 
@@ -59,7 +59,7 @@ def test_english_calculation_and_date_in_one_turn() -> None:
 
 def test_date_uses_the_context_time_zone() -> None:
     result = graph.invoke(
-        {"messages": [HumanMessage("今天几号？")]}, context=Context(timezone="Asia/Shanghai")
+        {"messages": [HumanMessage("今天几号？")]}, context=Settings(timezone="Asia/Shanghai")
     )
     tool = next(m for m in result["messages"] if isinstance(m, ToolMessage))
     assert '"timezone": "Asia/Shanghai"' in tool.content
@@ -221,11 +221,12 @@ def test_user_id_comes_from_context_or_configurable() -> None:
     seen: list[str] = []
 
     def record(state: Any, runtime: Any) -> dict[str, Any]:
-        seen.append(Context.from_runtime(runtime).user_id)
+        seen.append(run_settings(runtime).user_id)
         return {}
 
     from langgraph.graph import START, StateGraph
 
+    from graph.context import Context, run_settings
     from graph.state import State
 
     builder = StateGraph(State, context_schema=Context)
@@ -233,7 +234,7 @@ def test_user_id_comes_from_context_or_configurable() -> None:
     builder.add_edge(START, "record")
     g = builder.compile()
     g.invoke({"messages": []}, {"configurable": {"user_id": "bob"}})
-    g.invoke({"messages": []}, context=Context(user_id="carol"))
+    g.invoke({"messages": []}, context=Settings(user_id="carol"))
     g.invoke({"messages": []}, {"configurable": {"user_id": "bob"}}, context={"user_id": "dave"})
     assert seen == ["bob", "carol", "dave"]
 
@@ -271,7 +272,7 @@ def test_a_tool_that_raises_or_hangs_becomes_an_error_and_the_loop_goes_on() -> 
     model = ScriptedChatModel([AIMessage("", tool_calls=calls), "finished"])
     try:
         result = build_graph(model=model, registry=registry).invoke(
-            {"messages": [HumanMessage("go")]}, context=Context(tool_timeout=0.3)
+            {"messages": [HumanMessage("go")]}, context=Settings(tool_timeout=0.3)
         )
     finally:
         release.set()

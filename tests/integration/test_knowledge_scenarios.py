@@ -13,14 +13,14 @@ from typer.testing import CliRunner
 
 from graph import build_graph
 from graph.cli import app
-from graph.context import Context
+from graph.settings import Settings
 from nodes.services import feedback_store
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "rag"
 
 
 def _ask(graph, config: dict, question: str, **ctx: str) -> dict:
-    return graph.invoke({"messages": [HumanMessage(question)]}, config, context=Context(**ctx))
+    return graph.invoke({"messages": [HumanMessage(question)]}, config, context=Settings(**ctx))
 
 
 def _tools_called(messages: list) -> list[str]:
@@ -31,7 +31,9 @@ def _tools_called(messages: list) -> list[str]:
 def test_how_many_documents_calls_knowledge_stats(kb_home: Path) -> None:
     result = _ask(build_graph(), {}, "知识库里有多少文档？")
     assert _tools_called(result["messages"]) == ["knowledge_stats"]
-    assert "3 篇文档" in result["messages"][-1].content
+    assert "2 篇文档" in result["messages"][-1].content  # salary.md is hr's: not counted for this caller
+    hr = _ask(build_graph(), {}, "知识库里有多少文档？", groups="hr")
+    assert "3 篇文档" in hr["messages"][-1].content
 
 
 def test_search_then_summarise_then_feedback(kb_home: Path) -> None:
@@ -49,7 +51,7 @@ def test_search_then_summarise_then_feedback(kb_home: Path) -> None:
 
     result = _ask(graph, config, "刚才那个回答不太准确")
     assert _tools_called(result["messages"]) == ["submit_feedback"]
-    row = feedback_store(Context()).list(user_id="alice")[0]
+    row = feedback_store(Settings()).list(user_id="alice")[0]
     assert (row.rating, row.thread_id, row.answer) == ("bad", "rag", answer)
 
 

@@ -64,6 +64,7 @@ def _server_env(home: Path) -> dict[str, str]:
     env.update(
         KB_AGENT_HOME=str(home),
         KB_AGENT_EMBEDDER="hashing",  # the knowledge base below is indexed with it (no model to load)
+        KB_AGENT_USER_ROLES='{"root": ["admin"]}',  # the operator makes root an admin; a run cannot
         LANGGRAPH_CLI_NO_ANALYTICS="1",
         LANGGRAPH_NO_VERSION_CHECK="1",
         LANGSMITH_TRACING="false",
@@ -306,7 +307,7 @@ def test_approval_pauses_the_run_and_resumes_through_the_api(
 ) -> None:
     """delete_document waits for a person via the standard interrupt; rejecting, then approving, resumes."""
     thread_id = client.threads.create()["thread_id"]
-    admin = {"user_id": "alice", "roles": "admin"}
+    admin = {"user_id": "root"}  # no tokens (development): the run names its user; the operator's table decides roles
     client.runs.wait(
         thread_id,
         GRAPH_ID,
@@ -347,11 +348,18 @@ def test_threads_are_owned_on_the_server(server: Server) -> None:
     bob = get_sync_client(url=server.url, timeout=60.0, headers={"x-kb-user": "bob"})
     try:
         thread_id = alice.threads.create()["thread_id"]
+        with pytest.raises(httpx.HTTPStatusError) as spoofed:  # the header named alice: a run cannot change it
+            alice.runs.wait(
+                thread_id,
+                GRAPH_ID,
+                input={"messages": [{"role": "user", "content": CALC_QUESTION}]},
+                context={"user_id": "mallory"},
+            )
+        assert spoofed.value.response.status_code == 403 and "user_id" in spoofed.value.response.text
         alice.runs.wait(
             thread_id,
             GRAPH_ID,
             input={"messages": [{"role": "user", "content": CALC_QUESTION}]},
-            context={"user_id": "mallory"},  # ignored: the authenticated user is alice
             raise_error=False,
         )
         state = alice.threads.get_state(thread_id)

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from graph import memory_cli
 from graph.builder import build_graph
-from graph.context import Context
+from graph.settings import Settings
 from nodes.memory_extraction import BackgroundMemoryUpdater, ModelExtractor, RunMemory, open_memory
 from nodes.memory_rules import EXTRACTION_PROMPT, ExtractionRequest
 from nodes.models import ScriptedChatModel, tool_call
@@ -294,7 +294,7 @@ def test_delete_without_intent_and_delete_of_another_users_id(store: ChromaMemor
 
 # -- the graph the server runs: memory resolved from each run's context ---------------------------
 def test_run_memory_opens_the_store_of_the_runs_context(tmp_path: Path) -> None:
-    ctx = Context(data_dir=str(tmp_path / "home"), embedder="hashing", model="offline")
+    ctx = Settings(data_dir=str(tmp_path / "home"), embedder="hashing", model="offline")
     model = ScriptedChatModel(["好的。", "你好。"])
     g = build_graph(InMemorySaver(), model=model, memory=RunMemory(), knowledge=None)
     g.invoke({"messages": [HumanMessage("I prefer short answers")]}, config("t1", "carol"), context=ctx)

@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 from graph import build_graph
 from graph.builder import app_registry
 from graph.cli import app
-from graph.context import Context
+from graph.settings import Settings
 from tools.mcp import shared_manager
 
 SERVER = Path(__file__).resolve().parents[1] / "fixtures" / "mcp_server.py"
@@ -62,7 +62,7 @@ def _tool_results(messages: list[Any]) -> list[ToolMessage]:
 
 
 def test_the_app_registry_holds_both_servers_prefixed_on_clash(mcp_config: Path) -> None:
-    registry = app_registry(Context())
+    registry = app_registry(Settings())
     names = set(registry.names())
     assert {"fx_echo", "ops_echo", "fx_add", "ops_add"} <= names  # same tool names on two servers
     assert registry.get("fx_add").requires_approval and not registry.get("fx_echo").requires_approval
@@ -124,7 +124,7 @@ def test_a_server_scope_is_a_permission(mcp_config: Path, monkeypatch: pytest.Mo
     granted = graph.invoke(
         {"messages": [HumanMessage('调用工具 ops_echo {"text": "x"}')]},
         {"configurable": {"thread_id": "q"}},
-        context=Context(roles="user,operator"),
+        context=Settings(roles="user,operator"),
     )
     assert _tool_results(granted["messages"])[0].content == "x"
 
@@ -156,4 +156,4 @@ def test_a_broken_mcp_config_is_one_clear_line(tmp_path: Path, monkeypatch: pyte
     result = CliRunner().invoke(app, ["tools", "list"])
     assert result.exit_code == 1 and "not valid JSON" in result.output and "Traceback" not in result.output
     # The graph a server imports still builds, without MCP tools (the problem is logged).
-    assert "calculator" in app_registry(Context(), strict=False)
+    assert "calculator" in app_registry(Settings(), strict=False)

@@ -1,6 +1,6 @@
 """End to end through the real OpenAI client: the whole graph against a loopback Chat Completions server.
 
-No model override: ``build_graph()`` picks ``langchain_openai.ChatOpenAI`` from the run's ``Context``
+No model override: ``build_graph()`` picks ``langchain_openai.ChatOpenAI`` from the run's ``Settings``
 (``base_url`` + the key in ``KB_AGENT_API_KEY``), so these tests cover the request payload (system
 prompt, tool schemas, tool-call / tool-result pairing), SSE streaming and tool-call chunk reassembly,
 usage accounting into the budget, tool-call failures the model must recover from, endpoint error
@@ -20,7 +20,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, Huma
 from langgraph.graph.state import CompiledStateGraph
 
 from graph.builder import build_graph
-from graph.context import Context
+from graph.settings import Settings
 from nodes.models.errors import ModelError
 from tests.fixtures.openai_server import OpenAIServer, ScriptedReply
 from tools.builtin import CALCULATOR, CURRENT_DATE
@@ -58,11 +58,11 @@ def graph() -> CompiledStateGraph:
     return build_graph()
 
 
-def _ctx(server: OpenAIServer, **overrides: Any) -> Context:
-    return Context(base_url=server.base_url, model=MODEL, model_max_retries=0, model_timeout=10, **overrides)
+def _ctx(server: OpenAIServer, **overrides: Any) -> Settings:
+    return Settings(base_url=server.base_url, model=MODEL, model_max_retries=0, model_timeout=10, **overrides)
 
 
-def _ask(graph: CompiledStateGraph, ctx: Context, question: str) -> dict[str, Any]:
+def _ask(graph: CompiledStateGraph, ctx: Settings, question: str) -> dict[str, Any]:
     return graph.invoke({"messages": [HumanMessage(question)]}, context=ctx)
 
 
@@ -398,7 +398,7 @@ def _free_loopback_port() -> int:
 
 def test_unreachable_endpoint_raises_model_error(graph: CompiledStateGraph) -> None:
     base_url = f"http://127.0.0.1:{_free_loopback_port()}/v1"
-    ctx = Context(base_url=base_url, model=MODEL, model_max_retries=0, model_timeout=5)
+    ctx = Settings(base_url=base_url, model=MODEL, model_max_retries=0, model_timeout=5)
     with pytest.raises(ModelError) as info:
         _ask(graph, ctx, "hi")
 

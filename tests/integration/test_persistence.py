@@ -15,7 +15,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from graph import build_graph
 from graph.api import open_agent
-from graph.context import Context
+from graph.settings import Settings
 from stores.checkpoint import CheckpointConfigError, list_threads, open_checkpointer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,7 +39,7 @@ def test_a_thread_keeps_its_turns_and_threads_are_isolated(checkpointer: BaseChe
 def test_a_failed_turn_keeps_the_question(checkpointer: BaseCheckpointSaver) -> None:
     config = {"configurable": {"thread_id": f"fail-{uuid.uuid4().hex}"}}
     graph = build_graph(checkpointer)
-    bad = Context(base_url="http://127.0.0.1:9/v1", model="x", model_max_retries=0, model_timeout=2)
+    bad = Settings(base_url="http://127.0.0.1:9/v1", model="x", model_max_retries=0, model_timeout=2)
     with pytest.raises(Exception, match="cannot reach"):
         graph.invoke({"messages": [HumanMessage("计算 1+1")]}, config, context=bad)
     assert [m.content for m in graph.get_state(config).values["messages"]] == ["计算 1+1"]
@@ -48,8 +48,8 @@ def test_a_failed_turn_keeps_the_question(checkpointer: BaseCheckpointSaver) -> 
 CHILD = """
 import json, sys
 from graph.api import open_agent
-from graph.context import Context
-with open_agent(Context(data_dir=sys.argv[1])) as agent:
+from graph.settings import Settings
+with open_agent(Settings(data_dir=sys.argv[1])) as agent:
     answer = agent.ask(sys.argv[2], thread_id="restart")
     print(json.dumps({"text": answer.text, "history": [m.type for m in agent.history("restart")]}))
 """
@@ -75,7 +75,7 @@ def test_a_thread_continues_in_a_new_process_from_sqlite(tmp_path: Path) -> None
     second = _child(tmp_path, "今天几号")
     assert second["history"][:4] == ["human", "ai", "tool", "ai"]
     assert len(second["history"]) == 8
-    with open_agent(Context(data_dir=str(tmp_path))) as agent:
+    with open_agent(Settings(data_dir=str(tmp_path))) as agent:
         history = agent.history("restart")
         assert "56088" in history[3].content
         assert isinstance(history[2], ToolMessage)

@@ -26,6 +26,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from graph.builder import default_registry, route_after_agent
 from graph.context import Context
+from graph.settings import Settings
 from graph.state import InputState, State
 from nodes.agent import make_agent
 from nodes.execute_tools import make_tools
@@ -132,8 +133,8 @@ def _question(i: int) -> str:
 def test_200_offline_turns_keep_every_request_within_the_budget() -> None:
     registry = default_registry()
     graph = build_stm_graph(InMemorySaver(), registry=registry)
-    limits = MemorySettings.from_context(Context())
-    tools = count_tool_tokens(offered_definitions(registry, [], Context()))  # what this caller is sent
+    limits = MemorySettings.from_context(Settings())
+    tools = count_tool_tokens(offered_definitions(registry, [], Settings()))  # what this caller is sent
     requests = Requests()
     config = {"configurable": {"thread_id": "long"}}
     for i in range(200):

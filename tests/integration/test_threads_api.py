@@ -9,14 +9,14 @@ from typer.testing import CliRunner
 
 from graph.api import ThreadOwnershipError, open_agent
 from graph.cli import app
-from graph.context import Context
+from graph.settings import Settings
 from nodes.models.tokens import message_text
 
 runner = CliRunner()
 
 
 def test_a_thread_belongs_to_the_user_who_opened_it() -> None:
-    with open_agent(Context(user_id="alice")) as agent:
+    with open_agent(Settings(user_id="alice")) as agent:
         assert "56088" in agent.ask("计算 123 × 456", thread_id="t1").text
         with pytest.raises(ThreadOwnershipError, match="belongs to another user"):
             agent.ask("let me read it", thread_id="t1", user_id="bob")
@@ -33,7 +33,7 @@ def test_a_thread_belongs_to_the_user_who_opened_it() -> None:
 
 def test_a_long_thread_folds_and_the_full_history_stays_readable() -> None:
     questions = [f"计算 {i} × 7，然后把结果加上 {i}" for i in range(30)]
-    with open_agent(Context(user_id="alice", context_window=2_500)) as agent:
+    with open_agent(Settings(user_id="alice", context_window=2_500)) as agent:
         for q in questions:
             agent.ask(q, thread_id="long")
         summary = agent.summary("long")

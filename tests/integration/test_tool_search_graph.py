@@ -12,14 +12,14 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from graph import build_graph
 from graph.builder import default_registry
-from graph.context import Context
+from graph.settings import Settings
 from nodes.models.scripted import ScriptedChatModel, tool_call
 from tests.fixtures.tool_catalog import catalog_500
 from tools.registry import ToolRegistry
 from tools.tool_search import FIND_TOOLS
 
 # BM25 + domain routing (no model to load in a unit run), as a user whose role opens the app's tools.
-KEYWORDS = Context(
+KEYWORDS = Settings(
     tool_search_embedder="", roles="user,staff", role_permissions='{"staff": ["*:read", "*:write"]}'
 )
 

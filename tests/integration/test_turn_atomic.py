@@ -8,7 +8,7 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage
 
 from graph.api import open_agent
-from graph.context import Context
+from graph.settings import Settings
 from nodes.models.scripted import ScriptedChatModel, tool_call
 
 
@@ -30,7 +30,7 @@ def test_a_failed_turn_leaves_the_thread_as_it_was(tmp_path: Path) -> None:
             "2",
         ]
     )
-    ctx = Context(data_dir=str(tmp_path), long_term_memory=False)
+    ctx = Settings(data_dir=str(tmp_path), long_term_memory=False)
     with open_agent(ctx, model=model) as agent:
         agent.ask("6*7?", thread_id="t")
         config = {"configurable": {"thread_id": "t"}}
@@ -46,7 +46,7 @@ def test_a_failed_turn_leaves_the_thread_as_it_was(tmp_path: Path) -> None:
 
 
 def test_a_failed_first_turn_leaves_no_thread(tmp_path: Path) -> None:
-    ctx = Context(data_dir=str(tmp_path), long_term_memory=False)
+    ctx = Settings(data_dir=str(tmp_path), long_term_memory=False)
     with open_agent(ctx, model=ScriptedChatModel([_explode])) as agent:
         with pytest.raises(Boom):
             agent.ask("hello", thread_id="fresh")
@@ -56,10 +56,10 @@ def test_a_failed_first_turn_leaves_no_thread(tmp_path: Path) -> None:
 
 
 def test_an_unreachable_endpoint_loses_nothing(tmp_path: Path) -> None:
-    good = Context(data_dir=str(tmp_path), long_term_memory=False)
+    good = Settings(data_dir=str(tmp_path), long_term_memory=False)
     with open_agent(good) as agent:
         agent.ask("计算 2 + 3", thread_id="t")
-    bad = Context(
+    bad = Settings(
         data_dir=str(tmp_path),
         long_term_memory=False,
         base_url="http://127.0.0.1:9/v1",

@@ -1,38 +1,75 @@
-"""graph/auth.py and how a run's Context takes the authenticated user: tokens decide, headers in dev."""
+"""graph/auth.py: tokens decide who calls, malformed credentials are 401s, runs may set only their knobs,
+assistants are for admins and store items for their owner. (The live server test is
+tests/integration/test_server_security.py.)"""
 
 from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import dataclass
+from typing import Any
 
 import pytest
-from langgraph.runtime import Runtime
 from langgraph_sdk import Auth
 
 from graph import auth as server_auth
-from graph.context import Context
+from graph.context import DEV_MARK, HEADER_MARK, TOKEN_MARK
 
 
 def _authenticate(headers: dict[bytes, bytes]) -> dict:
     return asyncio.run(server_auth.authenticate(headers))
 
 
-def test_development_mode_takes_the_user_header() -> None:
-    assert _authenticate({b"x-kb-user": b"alice"}) == {"identity": "alice", "permissions": ["kb-auth:header"]}
-    assert _authenticate({}) == {"identity": "default", "permissions": []}
-
-
-def test_tokens_decide_user_and_roles(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def tokens(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(
-        server_auth.TOKENS_ENV, json.dumps({"t-1": {"user": "alice", "roles": ["admin"]}, "t-2": "bob"})
+        server_auth.TOKENS_ENV,
+        json.dumps(
+            {
+                "t-1": {"user": "alice", "roles": ["admin"]},
+                "t-2": "bob",
+                "t-hr": {"user": "hana", "roles": ["user"], "groups": ["hr"]},
+                "tök": "zoe",
+            }
+        ),
     )
+
+
+def test_development_mode_takes_the_user_header() -> None:
+    assert _authenticate({b"x-kb-user": b"alice"}) == {"identity": "alice", "permissions": [HEADER_MARK]}
+    assert _authenticate({}) == {"identity": "default", "permissions": [DEV_MARK]}
+
+
+@pytest.mark.usefixtures("tokens")
+def test_tokens_decide_user_roles_and_groups() -> None:
     alice = _authenticate({b"authorization": b"Bearer t-1", b"x-kb-user": b"mallory"})
-    assert alice == {"identity": "alice", "permissions": ["kb-auth:token", "role:admin"]}
+    assert alice == {"identity": "alice", "permissions": [TOKEN_MARK, "role:admin"]}
     assert _authenticate({b"authorization": b"Bearer t-2"})["identity"] == "bob"
-    for bad in ({}, {b"authorization": b"Bearer nope"}, {b"authorization": b"Basic t-1"}):
-        with pytest.raises(Auth.exceptions.HTTPException) as refused:
-            _authenticate(bad)
-        assert refused.value.status_code == 401
+    hana = _authenticate({b"authorization": b"bearer t-hr"})
+    assert hana["permissions"] == [TOKEN_MARK, "role:user", "group:hr"]
+    assert _authenticate({b"authorization": "Bearer tök".encode()})["identity"] == "zoe"
+
+
+@pytest.mark.usefixtures("tokens")
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {},
+        {b"authorization": b"Bearer nope"},
+        {b"authorization": b"Basic t-1"},
+        {b"authorization": b"Bearer"},
+        {b"authorization": b"Bearer "},
+        {b"authorization": b"t-1"},
+        {b"authorization": "Bearer 令牌".encode()},  # non-ASCII: a 401, not a TypeError
+        {b"authorization": b"Bearer \xff\xfe"},  # not UTF-8
+        {b"authorization": b"Bearer " + b"x" * 100_000},
+        {b"x-auth-scheme": b"langsmith"},  # Studio's header skips nothing
+    ],
+)
+def test_malformed_or_unknown_credentials_are_401(headers: dict[bytes, bytes]) -> None:
+    with pytest.raises(Auth.exceptions.HTTPException) as refused:
+        _authenticate(headers)
+    assert refused.value.status_code == 401
 
 
 def test_a_token_without_a_user_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -41,45 +78,102 @@ def test_a_token_without_a_user_is_a_clear_error(monkeypatch: pytest.MonkeyPatch
         _authenticate({b"authorization": b"Bearer t"})
 
 
-def _ctx_in_run(configurable: dict, context: Context) -> Context:
-    from langgraph.graph import END, START, StateGraph
-    from typing_extensions import TypedDict
-
-    class S(TypedDict, total=False):
-        seen: object
-
-    seen: list[Context] = []
-
-    def node(state: S, runtime: Runtime[Context]) -> dict:
-        seen.append(Context.from_runtime(runtime))
-        return {}
-
-    g = StateGraph(S, context_schema=Context)
-    g.add_node("n", node)
-    g.add_edge(START, "n")
-    g.add_edge("n", END)
-    g.compile().invoke({}, {"configurable": configurable}, context=context)
-    return seen[0]
+@dataclass
+class User:
+    identity: str
 
 
-def test_an_authenticated_run_cannot_choose_its_user_or_roles() -> None:
-    ctx = _ctx_in_run(
-        {"langgraph_auth_user_id": "alice", "langgraph_auth_permissions": ["kb-auth:token", "role:reader"]},
-        Context(user_id="mallory", roles="admin"),
+@dataclass
+class Ctx:
+    """The part of ``Auth.types.AuthContext`` the handlers read."""
+
+    user: User
+    permissions: list[str]
+    resource: str = "threads"
+    action: str = "create_run"
+
+
+def _call(handler: Any, ctx: Ctx, value: Any) -> Any:
+    return asyncio.run(handler(ctx, value))
+
+
+def _status(handler: Any, ctx: Ctx, value: Any) -> int:
+    with pytest.raises(Auth.exceptions.HTTPException) as refused:
+        _call(handler, ctx, value)
+    return refused.value.status_code
+
+
+ALICE = Ctx(User("alice"), [TOKEN_MARK, "role:user"])
+
+
+@pytest.mark.parametrize(
+    "context, status",
+    [
+        ({"groups": "hr"}, 403),
+        ({"role_permissions": '{"user": ["*"]}'}, 403),
+        ({"base_url": "http://127.0.0.1:9/v1", "api_key_env": "HOME", "model": "x"}, 403),
+        ({"default_roles": "admin"}, 403),
+        ({"data_dir": "/tmp/x"}, 403),
+        ({"user_id": "bob"}, 403),
+        ({"max_rounds": 1_000}, 422),
+        ({"nonsense": 1}, 422),
+        ({"max_rounds": "ten"}, 422),
+        ({"model": "x" * 1_000_000}, 422),
+        ("not an object", 422),
+    ],
+)
+def test_a_run_context_beyond_the_knobs_is_refused(context: Any, status: int) -> None:
+    run = {"kwargs": {"context": context, "config": {"configurable": {}}}, "metadata": {}}
+    assert _status(server_auth.runs_with_checked_context, ALICE, run) == status
+
+
+def test_configurable_is_held_to_the_same_rules() -> None:
+    spoof = {"kwargs": {"context": None, "config": {"configurable": {"user_id": "bob"}}}}
+    assert _status(server_auth.runs_with_checked_context, ALICE, spoof) == 403
+    roles = {"kwargs": {"config": {"configurable": {"roles": "admin", "langgraph_auth_user_id": "x"}}}}
+    assert _status(server_auth.runs_with_checked_context, ALICE, roles) == 403
+
+
+def test_a_run_with_knobs_is_stamped_with_its_owner() -> None:
+    run = {
+        "kwargs": {
+            "context": {"max_rounds": 2, "user_id": "alice", "thread_id": "t"},
+            "config": {
+                "configurable": {"max_rounds": 2, "langgraph_auth_user_id": "alice", "x-request-id": "1"}
+            },
+        },
+        "metadata": {},
+    }
+    assert _call(server_auth.runs_with_checked_context, ALICE, run) == {"owner": "alice"}
+    assert run["metadata"]["owner"] == "alice"
+
+
+def test_crons_carry_the_same_checks() -> None:
+    cron = {"payload": {"context": {"groups": "hr"}}, "metadata": {}}
+    assert (
+        _status(server_auth.crons_of_their_owner, Ctx(User("alice"), [TOKEN_MARK], "crons", "create"), cron)
+        == 403
     )
-    assert (ctx.user_id, ctx.roles) == ("alice", "reader")
-    plain = _ctx_in_run(
-        {"langgraph_auth_user_id": "bob", "langgraph_auth_permissions": ["kb-auth:token"]},
-        Context(roles="admin"),
-    )
-    assert (plain.user_id, plain.roles) == ("bob", "")  # no roles in the token: the configured ones
 
 
-def test_development_header_sets_the_user_but_not_roles() -> None:
-    ctx = _ctx_in_run(
-        {"langgraph_auth_user_id": "carol", "langgraph_auth_permissions": ["kb-auth:header"]},
-        Context(user_id="mallory", roles="admin"),
-    )
-    assert (ctx.user_id, ctx.roles) == ("carol", "admin")
-    anonymous = _ctx_in_run({"langgraph_auth_user_id": "default"}, Context(user_id="dave"))
-    assert anonymous.user_id == "dave"
+def test_studio_user_is_filtered_like_anyone() -> None:
+    studio = Ctx(User("langgraph-studio-user"), [], "threads", "search")
+    assert _call(server_auth.threads_of_their_owner, studio, {}) == {"owner": "langgraph-studio-user"}
+
+
+@pytest.mark.usefixtures("tokens")
+def test_only_admins_change_assistants() -> None:
+    for action in ("create", "update", "delete"):
+        user = Ctx(User("bob"), [TOKEN_MARK], "assistants", action)
+        assert _status(server_auth.assistants_by_admins, user, {"assistant_id": "a"}) == 403
+        admin = Ctx(User("alice"), [TOKEN_MARK, "role:admin"], "assistants", action)
+        assert _call(server_auth.assistants_by_admins, admin, {"assistant_id": "a"}) is None
+    reader = Ctx(User("bob"), [TOKEN_MARK], "assistants", "search")
+    assert _call(server_auth.assistants_by_admins, reader, {}) is None
+
+
+def test_store_items_live_under_their_owner() -> None:
+    bob = Ctx(User("bob"), [TOKEN_MARK], "store", "put")
+    assert _call(server_auth.store_items_of_their_owner, bob, {"namespace": ("bob", "notes")}) is None
+    assert _status(server_auth.store_items_of_their_owner, bob, {"namespace": ("alice", "notes")}) == 403
+    assert _status(server_auth.store_items_of_their_owner, bob, {"namespace": ()}) == 403

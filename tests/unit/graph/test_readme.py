@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from graph import graph
-from graph.context import env_table
+from graph.settings import env_table
 
 README = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
 
@@ -27,3 +27,16 @@ def test_readme_documents_every_setting() -> None:
 def test_readme_has_the_two_commands() -> None:
     assert 'pip install -e . && kb-agent ask "计算 123 × 456"' in README
     assert 'pip install -e ".[test]" && pytest' in README
+
+
+def test_readme_settings_table_is_generated_from_the_settings() -> None:
+    from dataclasses import fields
+
+    from graph.context import Context
+    from graph.settings import PER_RUN, settings_markdown
+
+    assert set(PER_RUN) == {f.name for f in fields(Context)}, "every run knob says how it is capped"
+    block = re.search(r"<!-- settings:start -->\n(.*?)\n<!-- settings:end -->", README, re.S)
+    assert block is not None and block.group(1) == settings_markdown(), (
+        "settings changed: regenerate the README table from graph.settings.settings_markdown()"
+    )

@@ -8,13 +8,13 @@ from typing import Any
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from graph import build_graph
-from graph.context import Context
+from graph.settings import Settings
 from nodes.models import ScriptedChatModel, tool_call
 from tools.builtin import builtin_registry
 from tools.registry import ToolSpec
 
 
-def _run(model: ScriptedChatModel, ctx: Context, question: str = "go", **kwargs: Any) -> dict[str, Any]:
+def _run(model: ScriptedChatModel, ctx: Settings, question: str = "go", **kwargs: Any) -> dict[str, Any]:
     return build_graph(model=model, **kwargs).invoke({"messages": [HumanMessage(question)]}, context=ctx)
 
 
@@ -29,7 +29,7 @@ def _counting_calculator() -> ScriptedChatModel:
 
 def test_max_rounds_stops_the_turn_with_a_message() -> None:
     model = _counting_calculator()
-    result = _run(model, Context(max_rounds=3))
+    result = _run(model, Settings(max_rounds=3))
     assert len(model.calls) == 3
     assert result["stop_reason"] == "rounds"
     last = result["messages"][-1]
@@ -40,14 +40,14 @@ def test_max_rounds_stops_the_turn_with_a_message() -> None:
 
 def test_max_rounds_default_is_ten() -> None:
     model = _counting_calculator()
-    result = _run(model, Context())
+    result = _run(model, Settings())
     assert len(model.calls) == 10 and result["stop_reason"] == "rounds"
 
 
 def test_max_tool_calls_answers_every_call_and_stops() -> None:
     calls = [tool_call("calculator", {"expression": f"{i} * 2"}) for i in range(3)]
     model = ScriptedChatModel([AIMessage("", tool_calls=calls)])
-    result = _run(model, Context(max_tool_calls=2))
+    result = _run(model, Settings(max_tool_calls=2))
     tool_messages = [m for m in result["messages"] if isinstance(m, ToolMessage)]
     assert [m.tool_call_id for m in tool_messages] == [c["id"] for c in calls]
     assert [m.status for m in tool_messages] == ["success", "success", "error"]
@@ -63,7 +63,7 @@ def test_max_tokens_counts_reported_usage() -> None:
             "", tool_calls=[tool_call("calculator", {"expression": f"{len(msgs)} + 1"})], usage_metadata=usage
         )
     )
-    result = _run(model, Context(max_tokens=1500))
+    result = _run(model, Settings(max_tokens=1500))
     assert len(model.calls) == 2
     assert result["budget"]["tokens"] == 2000
     assert result["stop_reason"] == "tokens"
@@ -80,7 +80,7 @@ def test_max_seconds_stops_after_a_slow_tool() -> None:
         )
     )
     model = ScriptedChatModel(lambda msgs, tools: AIMessage("", tool_calls=[tool_call("slow", {})]))
-    result = _run(model, Context(max_seconds=0.2), registry=registry)
+    result = _run(model, Settings(max_seconds=0.2), registry=registry)
     assert result["stop_reason"] == "time"
     assert len(model.calls) == 1
     assert "wall time" in result["messages"][-1].content
@@ -90,7 +90,7 @@ def test_same_call_three_times_in_a_row_is_stopped_before_the_third_runs() -> No
     model = ScriptedChatModel(
         lambda msgs, tools: AIMessage("", tool_calls=[tool_call("calculator", {"expression": "1+1"})])
     )
-    result = _run(model, Context(), question="计算 1+1")
+    result = _run(model, Settings(), question="计算 1+1")
     tool_messages = [m for m in result["messages"] if isinstance(m, ToolMessage)]
     assert len(tool_messages) == 2
     assert result["stop_reason"] == "repeated_call"
@@ -102,7 +102,7 @@ def test_model_is_told_the_budget_left() -> None:
     model = ScriptedChatModel(
         [AIMessage("", tool_calls=[tool_call("calculator", {"expression": "2+2"})]), "4"]
     )
-    _run(model, Context(max_rounds=5, max_tool_calls=7))
+    _run(model, Settings(max_rounds=5, max_tool_calls=7))
     first, second = model.calls[0][0].content, model.calls[1][0].content
     assert "5 model rounds, 7 tool calls" in first
     assert "4 model rounds, 6 tool calls" in second
@@ -113,7 +113,7 @@ def test_budget_resets_for_each_new_question() -> None:
 
     graph = build_graph(InMemorySaver(), model=_counting_calculator())
     config = {"configurable": {"thread_id": "t"}}
-    ctx = Context(max_rounds=2)
+    ctx = Settings(max_rounds=2)
     first = graph.invoke({"messages": [HumanMessage("one")]}, config, context=ctx)
     second = graph.invoke({"messages": [HumanMessage("two")]}, config, context=ctx)
     assert first["stop_reason"] == second["stop_reason"] == "rounds"

@@ -21,7 +21,7 @@ from langchain_core.messages import (
 from langgraph.graph import add_messages
 from langgraph.runtime import Runtime
 
-from graph.context import Context
+from graph.settings import Settings
 from graph.state import State
 from nodes import prompts
 from nodes.budget import Budget
@@ -64,7 +64,7 @@ def test_context_window_defaults_per_model_family(name: str, window: int) -> Non
 
 
 def test_input_budget_is_window_minus_answer_minus_margin() -> None:
-    offline = MemorySettings.from_context(Context())
+    offline = MemorySettings.from_context(Settings())
     assert (offline.context_window, offline.reserved_answer_tokens, offline.safety_margin_tokens) == (
         4096,
         512,
@@ -72,20 +72,20 @@ def test_input_budget_is_window_minus_answer_minus_margin() -> None:
     )
     assert offline.input_budget == 4096 - 512 - 204
     assert (offline.keep_recent_rounds, offline.summary_max_tokens) == (3, 512)
-    big = MemorySettings.from_context(Context(model="gpt-4o", api_key_env="NOPE"))
+    big = MemorySettings.from_context(Settings(model="gpt-4o", api_key_env="NOPE"))
     assert big.input_budget == 128_000 - 4_096 - 4_096
-    assert MemorySettings.from_context(Context(context_window=10_000)).input_budget == 10_000 - 1_250 - 500
+    assert MemorySettings.from_context(Settings(context_window=10_000)).input_budget == 10_000 - 1_250 - 500
 
 
 def test_context_fields_override_every_default() -> None:
-    @dataclasses.dataclass(kw_only=True)
-    class WithMemory(Context):  # the fields the integration patch adds to Context
-        reserved_answer_tokens: int = 1_000
-        safety_margin_tokens: int = 300
-        keep_recent_rounds: int = 5
-        summary_max_tokens: int = 700
-
-    s = MemorySettings.from_context(WithMemory(context_window=20_000))
+    settings = Settings(
+        context_window=20_000,
+        reserved_answer_tokens=1_000,
+        safety_margin_tokens=300,
+        keep_recent_rounds=5,
+        summary_max_tokens=700,
+    )
+    s = MemorySettings.from_context(settings)
     assert (s.reserved_answer_tokens, s.safety_margin_tokens, s.keep_recent_rounds, s.summary_max_tokens) == (
         1_000,
         300,
@@ -109,7 +109,7 @@ def test_measured_parts_add_up_to_the_request_the_agent_sends() -> None:
         passages=[{"id": "doc#1", "text": "RAG 是检索增强生成。" * 20}],
         memories=[{"memory_type": "semantic", "content": "用户喜欢简洁的中文回答"}],
     )
-    ctx = Context()
+    ctx = Settings()
     accounts, summary_tokens = measure(MemorySettings.from_context(ctx), state, ctx, registry.definitions())
     budget = Budget.from_context(ctx)
     system = prompts.system_prompt(
@@ -169,9 +169,9 @@ def test_split_rounds_starts_each_round_at_a_user_message() -> None:
     assert all(isinstance(r[0], HumanMessage) for r in rounds[1:])
 
 
-def _run(state: State, ctx: Context | None = None, **kwargs: Any) -> tuple[dict[str, Any], list[AnyMessage]]:
+def _run(state: State, ctx: Settings | None = None, **kwargs: Any) -> tuple[dict[str, Any], list[AnyMessage]]:
     node = make_summarize(builtin_registry(), **kwargs)
-    update = node(state, Runtime(context=ctx or Context()))
+    update = node(state, Runtime(context=ctx or Settings()))
     after = add_messages(list(state.messages), update["messages"]) if "messages" in update else state.messages
     return update, list(after)
 
@@ -280,11 +280,11 @@ def test_a_failed_summary_is_tried_once_per_turn_not_once_per_model_round() -> N
 
     state = State(messages=_conversation([1] * 8, [80] * 8))
     node = make_summarize(builtin_registry(), summarizer=failing, settings=MemorySettings.resolve(1_500))
-    assert node(state, Runtime(context=Context())) == {}
-    assert node(state, Runtime(context=Context())) == {}
+    assert node(state, Runtime(context=Settings())) == {}
+    assert node(state, Runtime(context=Settings())) == {}
     assert len(calls) == 1
     later = State(messages=[*state.messages, AIMessage("a", id="a-x"), HumanMessage("next", id="h-next")])
-    assert node(later, Runtime(context=Context())) == {} and len(calls) == 2
+    assert node(later, Runtime(context=Settings())) == {} and len(calls) == 2
 
 
 @pytest.mark.parametrize(

@@ -168,6 +168,18 @@ def test_groups_from_argument_then_sidecar_then_public(tmp_path: Path, kb: Knowl
     assert kb.stats()["groups"] == ["all-staff"]
 
 
+def test_stats_for_a_caller_count_and_name_only_what_their_groups_see(tmp_path: Path, kb: KnowledgeBase) -> None:
+    write(tmp_path / "docs" / "open.md", "# Open\n\nThe canteen opens at eight.\n")
+    write(tmp_path / "docs" / "pay.md", "# Pay\n\nSalary bands for 2026.\n")
+    write(tmp_path / "docs" / "pay.md.groups", "hr\n")
+    kb.ingest([tmp_path / "docs"])
+    everything = kb.stats()
+    assert (everything["documents"], everything["groups"]) == (2, ["hr", "public"])
+    public = kb.stats(groups=["public"])
+    assert (public["documents"], public["chunks"], public["groups"]) == (1, 1, ["public"])
+    assert kb.stats(groups=["hr"])["documents"] == 2
+
+
 def test_a_groups_change_alone_re_flags_without_re_embedding(
     tmp_path: Path, kb: KnowledgeBase, embedder: CountingEmbedder
 ) -> None:

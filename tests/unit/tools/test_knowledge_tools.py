@@ -9,7 +9,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage
 
-from graph.context import Context
+from graph.settings import Settings
 from stores.base import Passage
 from stores.feedback import FeedbackStore
 from tools.executor import ToolCallRequest, ToolExecutor
@@ -31,7 +31,8 @@ class FakeKB:
             )
         ]
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self, groups: Any = None) -> dict[str, Any]:
+        self.calls.append(("stats", "", tuple(groups or ()), 0))
         return {"documents": 3, "chunks": 12, "last_update": "2026-12-01T00:00:00", "embedder": "hashing"}
 
 
@@ -48,7 +49,7 @@ def _setup(tmp_path: Path, kb: FakeKB | None) -> tuple[ToolExecutor, FeedbackSto
 
 
 def _run(executor: ToolExecutor, name: str, args: dict[str, Any], **ctx: Any) -> Any:
-    context = ToolContext(settings=Context(user_id="alice", groups="hr"), user_id="alice", **ctx)
+    context = ToolContext(settings=Settings(user_id="alice", groups="hr"), user_id="alice", **ctx)
     outcome = executor.run([ToolCallRequest("c1", name, args)], context)[0]
     return outcome
 

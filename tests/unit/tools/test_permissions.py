@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from graph.context import ConfigError, Context
+from graph.settings import ConfigError, Settings
 from tools.executor import ToolCallRequest, ToolExecutor
 from tools.permissions import (
     DEFAULT_ROLE_PERMISSIONS,
@@ -92,15 +92,15 @@ def test_role_table_extends_and_replaces_defaults(tmp_path: Path) -> None:
 )
 def test_bad_role_settings_are_clear_config_errors(field: str, value: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
-        Context(**{field: value})
+        Settings(**{field: value})
 
 
 def test_env_settings_reach_the_grant(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KB_AGENT_USER_ROLES", '{"alice": ["admin"]}')
-    assert grant_for(Context(user_id="alice")).permits(_spec("d", "kb:admin"))
-    assert not grant_for(Context(user_id="bob")).permits(_spec("d", "kb:admin"))
+    assert grant_for(Settings(user_id="alice")).permits(_spec("d", "kb:admin"))
+    assert not grant_for(Settings(user_id="bob")).permits(_spec("d", "kb:admin"))
     monkeypatch.setenv("KB_AGENT_DEFAULT_ROLES", "")
-    assert grant_for(Context(user_id="bob")).roles == ()
+    assert grant_for(Settings(user_id="bob")).roles == ()
 
 
 def test_no_settings_means_trusted_application_code() -> None:

@@ -6,7 +6,7 @@ import httpx
 import openai
 import pytest
 
-from graph.context import Context
+from graph.settings import Settings
 from nodes.models.errors import ModelError, describe_model_error
 
 URL = "http://127.0.0.1:9/v1"
@@ -22,25 +22,25 @@ def _status(cls: type[openai.APIStatusError], code: int) -> openai.APIStatusErro
 
 
 @pytest.fixture
-def ctx() -> Context:
-    return Context(model="qwen-plus", base_url=URL, model_timeout=7.5)
+def ctx() -> Settings:
+    return Settings(model="qwen-plus", base_url=URL, model_timeout=7.5)
 
 
-def test_timeout(ctx: Context) -> None:
+def test_timeout(ctx: Settings) -> None:
     err = describe_model_error(openai.APITimeoutError(request=_request()), ctx)
     assert isinstance(err, ModelError)
     assert str(err) == f"the model endpoint {URL} did not answer within 7.5 s"
 
 
-def test_connection_error(ctx: Context) -> None:
+def test_connection_error(ctx: Settings) -> None:
     err = describe_model_error(openai.APIConnectionError(request=_request()), ctx)
     assert err is not None and "cannot reach" in str(err) and "KB_AGENT_BASE_URL" in str(err)
 
 
-def test_authentication_names_the_key_variable(ctx: Context) -> None:
+def test_authentication_names_the_key_variable(ctx: Settings) -> None:
     err = describe_model_error(_status(openai.AuthenticationError, 401), ctx)
     assert err is not None and "rejected the API key" in str(err) and "KB_AGENT_API_KEY" in str(err)
-    custom = Context(model="qwen-plus", base_url=URL, api_key_env="DASHSCOPE_API_KEY")
+    custom = Settings(model="qwen-plus", base_url=URL, api_key_env="DASHSCOPE_API_KEY")
     assert "DASHSCOPE_API_KEY" in str(describe_model_error(_status(openai.AuthenticationError, 401), custom))
 
 
@@ -53,7 +53,7 @@ def test_authentication_names_the_key_variable(ctx: Context) -> None:
         (openai.InternalServerError, 500, "failed with HTTP 500"),
     ],
 )
-def test_status_errors(ctx: Context, cls: type[openai.APIStatusError], code: int, needle: str) -> None:
+def test_status_errors(ctx: Settings, cls: type[openai.APIStatusError], code: int, needle: str) -> None:
     err = describe_model_error(_status(cls, code), ctx)
     assert isinstance(err, ModelError)
     assert needle in str(err)
@@ -61,12 +61,12 @@ def test_status_errors(ctx: Context, cls: type[openai.APIStatusError], code: int
 
 
 def test_default_endpoint_is_named_when_no_base_url() -> None:
-    err = describe_model_error(openai.APITimeoutError(request=_request()), Context(model="offline"))
+    err = describe_model_error(openai.APITimeoutError(request=_request()), Settings(model="offline"))
     assert err is not None and "https://api.openai.com/v1" in str(err)
 
 
 @pytest.mark.parametrize("exc", [ValueError("x"), KeyError("k"), RuntimeError("boom")])
-def test_other_errors_are_not_translated(ctx: Context, exc: Exception) -> None:
+def test_other_errors_are_not_translated(ctx: Settings, exc: Exception) -> None:
     assert describe_model_error(exc, ctx) is None
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from langchain_openai import ChatOpenAI
 
-from graph.context import ConfigError, Context
+from graph.settings import ConfigError, Settings
 from nodes.models import OfflineChatModel, get_chat_model
 
 LOCAL = "http://127.0.0.1:8000/v1"
@@ -17,7 +17,7 @@ def _key(model: ChatOpenAI) -> str:
 
 
 def test_default_context_gives_the_offline_model() -> None:
-    ctx = Context()
+    ctx = Settings()
     assert ctx.uses_offline_model
     assert ctx.model_name == "offline"
     assert isinstance(get_chat_model(ctx), OfflineChatModel)
@@ -26,7 +26,7 @@ def test_default_context_gives_the_offline_model() -> None:
 def test_offline_by_name_even_with_a_key_and_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KB_AGENT_API_KEY", "sk-test")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-other")
-    ctx = Context(model="offline", base_url=LOCAL)
+    ctx = Settings(model="offline", base_url=LOCAL)
     assert ctx.uses_offline_model
     assert isinstance(get_chat_model(ctx), OfflineChatModel)
 
@@ -34,12 +34,12 @@ def test_offline_by_name_even_with_a_key_and_endpoint(monkeypatch: pytest.Monkey
 def test_offline_by_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KB_AGENT_MODEL", "offline")
     monkeypatch.setenv("KB_AGENT_API_KEY", "sk-test")
-    assert isinstance(get_chat_model(Context()), OfflineChatModel)
+    assert isinstance(get_chat_model(Settings()), OfflineChatModel)
 
 
 def test_key_and_base_url_give_a_chat_openai(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KB_AGENT_API_KEY", "sk-test-key")
-    ctx = Context(model="qwen-plus", base_url=LOCAL, temperature=0.3, model_timeout=12.5, model_max_retries=5)
+    ctx = Settings(model="qwen-plus", base_url=LOCAL, temperature=0.3, model_timeout=12.5, model_max_retries=5)
     model = get_chat_model(ctx)
     assert isinstance(model, ChatOpenAI)
     assert model.model_name == "qwen-plus"
@@ -55,14 +55,14 @@ def test_settings_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KB_AGENT_API_KEY", "sk-env")
     monkeypatch.setenv("KB_AGENT_MODEL", "deepseek-chat")
     monkeypatch.setenv("KB_AGENT_BASE_URL", LOCAL)
-    model = get_chat_model(Context())
+    model = get_chat_model(Settings())
     assert isinstance(model, ChatOpenAI)
     assert (model.model_name, model.openai_api_base, _key(model)) == ("deepseek-chat", LOCAL, "sk-env")
 
 
 def test_key_alone_defaults_to_gpt_4o_mini(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KB_AGENT_API_KEY", "sk-test")
-    model = get_chat_model(Context())
+    model = get_chat_model(Settings())
     assert isinstance(model, ChatOpenAI)
     assert model.model_name == "gpt-4o-mini"
     assert model.openai_api_base is None
@@ -70,7 +70,7 @@ def test_key_alone_defaults_to_gpt_4o_mini(monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_model_without_key_or_base_url_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="KB_AGENT_API_KEY") as info:
-        get_chat_model(Context(model="gpt-4o"))
+        get_chat_model(Settings(model="gpt-4o"))
     message = str(info.value)
     assert "'gpt-4o'" in message
     assert "OPENAI_API_KEY" in message and "KB_AGENT_BASE_URL" in message
@@ -78,7 +78,7 @@ def test_model_without_key_or_base_url_is_a_config_error() -> None:
 
 def test_config_error_names_a_custom_key_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KB_AGENT_API_KEY", "sk-wrong-variable")  # not the one asked for...
-    ctx = Context(model="qwen-plus", api_key_env="DASHSCOPE_API_KEY")
+    ctx = Settings(model="qwen-plus", api_key_env="DASHSCOPE_API_KEY")
     with pytest.raises(ConfigError, match="DASHSCOPE_API_KEY"):
         get_chat_model(ctx)
     monkeypatch.setenv("DASHSCOPE_API_KEY", "sk-dash")
@@ -87,18 +87,18 @@ def test_config_error_names_a_custom_key_variable(monkeypatch: pytest.MonkeyPatc
 
 def test_config_error_is_a_value_error() -> None:
     with pytest.raises(ValueError):
-        get_chat_model(Context(model="gpt-4o"))
+        get_chat_model(Settings(model="gpt-4o"))
 
 
 def test_base_url_without_key_uses_a_placeholder_key() -> None:
-    model = get_chat_model(Context(model="llama3", base_url=LOCAL))
+    model = get_chat_model(Settings(model="llama3", base_url=LOCAL))
     assert isinstance(model, ChatOpenAI)
     assert model.openai_api_base == LOCAL
     assert _key(model) == "not-needed"
 
 
 def test_base_url_alone_is_not_offline() -> None:
-    ctx = Context(base_url=LOCAL)
+    ctx = Settings(base_url=LOCAL)
     assert not ctx.uses_offline_model
     model = get_chat_model(ctx)
     assert isinstance(model, ChatOpenAI)
@@ -108,7 +108,7 @@ def test_base_url_alone_is_not_offline() -> None:
 
 def test_openai_api_key_alone_is_used(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-openai")
-    ctx = Context()
+    ctx = Settings()
     assert not ctx.uses_offline_model
     model = get_chat_model(ctx)
     assert isinstance(model, ChatOpenAI)
@@ -118,18 +118,18 @@ def test_openai_api_key_alone_is_used(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_named_key_wins_over_openai_api_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-openai")
     monkeypatch.setenv("KB_AGENT_API_KEY", "sk-kb")
-    assert _key(get_chat_model(Context(model="gpt-4o"))) == "sk-kb"
+    assert _key(get_chat_model(Settings(model="gpt-4o"))) == "sk-kb"
 
 
 def test_same_settings_reuse_one_client(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KB_AGENT_API_KEY", "sk-test")
-    first = get_chat_model(Context(model="gpt-4o", base_url=LOCAL))
-    assert get_chat_model(Context(model="gpt-4o", base_url=LOCAL)) is first
-    assert get_chat_model(Context(model="gpt-4o-mini", base_url=LOCAL)) is not first
+    first = get_chat_model(Settings(model="gpt-4o", base_url=LOCAL))
+    assert get_chat_model(Settings(model="gpt-4o", base_url=LOCAL)) is first
+    assert get_chat_model(Settings(model="gpt-4o-mini", base_url=LOCAL)) is not first
     monkeypatch.setenv("KB_AGENT_API_KEY", "sk-rotated")
-    rotated = get_chat_model(Context(model="gpt-4o", base_url=LOCAL))
+    rotated = get_chat_model(Settings(model="gpt-4o", base_url=LOCAL))
     assert rotated is not first and _key(rotated) == "sk-rotated"
 
 
 def test_offline_models_are_fresh_instances() -> None:
-    assert get_chat_model(Context()) is not get_chat_model(Context())
+    assert get_chat_model(Settings()) is not get_chat_model(Settings())
