@@ -1,0 +1,424 @@
+"""The deployed server's security, end to end through ``langgraph dev`` with bearer tokens (graph/auth.py).
+
+One server is started for the module with ``KB_AGENT_API_TOKENS`` (alice: user; hana: user in group hr;
+bob: admin) and deployment caps, over a knowledge base holding a public document and an hr-only one. The
+tests check that a caller cannot widen a run's context (deployment keys, SSRF, budgets, user_id), read hr
+documents without the group, reach delete_document without kb:admin, skip authentication, manage
+assistants, or touch another user's store items and threads.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from langgraph_sdk import get_sync_client
+from langgraph_sdk.client import SyncLangGraphClient
+
+from tests.integration.test_langgraph_dev import (
+    GRAPH_ID,
+    REPO_ROOT,
+    STARTUP_TIMEOUT,
+    Server,
+    _free_port,
+    _server_env,
+    _stop,
+    _wait_until_up,
+)
+
+pytestmark = pytest.mark.server
+
+TOKENS = {
+    "tok-alice": {"user": "alice", "roles": ["user"]},
+    "tok-hana": {"user": "hana", "roles": ["user"], "groups": ["hr"]},
+    "tok-bob": {"user": "bob", "roles": ["admin"]},
+}
+MAX_ROUNDS, MAX_TOP_K = 8, 10
+PUBLIC_DOC, HR_DOC = "travel.md", "hr/salary-bands.md"
+HR_TEXT = "The 2026 salary band for L5 is 88,000 CNY per month (code ZEBRA-7731). Approver: Ophelia Quince."
+# What must never reach alice: the hr text, its title, its source name (her questions contain none of them).
+HR_MARKERS = ("88,000", "Ophelia Quince", "salary-bands", "Confidential compensation")
+DEPLOYMENT_KEYS = [
+    "groups", "roles", "role_permissions", "user_roles", "user_groups", "default_roles", "base_url",
+    "api_key_env", "api_key", "data_dir", "mcp_config", "embedder", "checkpoint_url", "database_url",
+    "chroma_url", "reranker", "embedding_base_url", "allowed_models", "max_top_k",
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    exe = Path(sys.executable).parent / "langgraph"
+    if not exe.exists():
+        pytest.skip(f"langgraph CLI not found at {exe}; install langgraph-cli[inmem] into this venv")
+    tmp = tmp_path_factory.mktemp("secure-server")
+    docs = tmp / "docs"
+    (docs / "hr").mkdir(parents=True)
+    travel = "Employees fly economy on trips under six hours; hotels up to 600 CNY a night."
+    (docs / PUBLIC_DOC).write_text(f"# Travel policy\n\n{travel}\n", "utf-8")
+    (docs / HR_DOC).write_text(f"# Confidential compensation\n\n{HR_TEXT}\n", "utf-8")
+    (docs / "hr" / ".groups").write_text("# only HR may read this folder\nhr\n", "utf-8")
+    env = _server_env(tmp / "kb-home")
+    ingest = subprocess.run(
+        [sys.executable, "-m", "graph.cli", "ingest", str(docs)],
+        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert ingest.returncode == 0, ingest.stderr
+    caps = {"KB_AGENT_MAX_ROUNDS": str(MAX_ROUNDS), "KB_AGENT_MAX_TOP_K": str(MAX_TOP_K)}
+    env.update(KB_AGENT_API_TOKENS=json.dumps(TOKENS), **caps)
+    port = _free_port()
+    cmd = [str(exe), "dev", "--config", "langgraph.json", "--host", "127.0.0.1", "--port", str(port)]
+    cmd += ["--no-browser", "--no-reload"]
+    log = tmp / "server.log"
+    started = time.monotonic()
+    with log.open("wb") as log_file:
+        proc = subprocess.Popen(
+            cmd, cwd=REPO_ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log_file,
+            stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+    srv = Server(url=f"http://127.0.0.1:{port}", log=log, proc=proc, startup_seconds=0.0)
+    try:
+        problem = _wait_until_up(srv, started + STARTUP_TIMEOUT)
+        if problem is not None:
+            pytest.fail(f"{problem}\n--- server log tail ---\n{srv.log_tail()}")
+        srv.startup_seconds = time.monotonic() - started
+        yield srv
+    finally:
+        _stop(proc)
+
+
+@pytest.fixture(scope="module")
+def users(server: Server) -> Iterator[dict[str, SyncLangGraphClient]]:
+    clients = {
+        who["user"]: get_sync_client(url=server.url, timeout=60.0, headers={"Authorization": f"Bearer {tok}"})
+        for tok, who in TOKENS.items()
+    }
+    try:
+        yield clients
+    finally:
+        for sdk in clients.values():
+            sdk.close()
+
+
+def _refused(call: Callable[[], Any]) -> httpx.Response:
+    with pytest.raises(httpx.HTTPStatusError) as refused:
+        call()
+    return refused.value.response
+
+
+def _nothing_ran(client: SyncLangGraphClient, thread_id: str) -> None:
+    values = client.threads.get_state(thread_id)["values"]
+    assert not (values.get("messages") if isinstance(values, dict) else values), values
+    assert client.runs.list(thread_id) == []
+
+
+def _ask(client: SyncLangGraphClient, question: str, **kwargs: Any) -> tuple[str, dict[str, Any]]:
+    """A question on a new thread; the thread id and its state."""
+    thread_id = client.threads.create()["thread_id"]
+    result = client.runs.wait(
+        thread_id, GRAPH_ID, input={"messages": [{"role": "user", "content": question}]}, raise_error=False,
+        **kwargs,
+    )  # fmt: skip
+    assert isinstance(result, dict) and "__error__" not in result, result
+    return thread_id, client.threads.get_state(thread_id)
+
+
+def _tool_results(values: dict[str, Any], name: str) -> list[str]:
+    return [m["content"] for m in values["messages"] if m["type"] == "tool" and m["name"] == name]
+
+
+def _interrupts(state: dict[str, Any]) -> list[Any]:
+    return [i["value"] for task in state["tasks"] for i in task.get("interrupts", [])]
+
+
+def _refused_run(client: SyncLangGraphClient, **kwargs: Any) -> httpx.Response:
+    """A run that must be refused before it is queued: the response, after checking nothing ran."""
+    thread_id = client.threads.create()["thread_id"]
+    response = _refused(
+        lambda: client.runs.wait(
+            thread_id, GRAPH_ID, input={"messages": [{"role": "user", "content": "计算 1 + 1"}]}, **kwargs
+        )
+    )
+    _nothing_ran(client, thread_id)
+    return response
+
+
+# --- a run's context may set only the caller's knobs ------------------------------------------------------
+
+
+@pytest.mark.parametrize("key", DEPLOYMENT_KEYS)
+@pytest.mark.parametrize("where", ["context", "configurable"])
+def test_deployment_keys_are_forbidden(users: dict[str, SyncLangGraphClient], key: str, where: str) -> None:
+    values = {key: "hr"}
+    kwargs = {"context": values} if where == "context" else {"config": {"configurable": values}}
+    response = _refused_run(users["alice"], **kwargs)
+    assert response.status_code == 403, response.text
+    assert f"'{key}'" in response.text, response.text
+
+
+@pytest.mark.parametrize(
+    ("context", "key"),
+    [
+        ({"colour": "blue"}, "colour"), ({"max_rounds": "many"}, "max_rounds"),
+        ({"temperature": 5}, "temperature"), ({"rewrite_query": "yes"}, "rewrite_query"),
+        ({"timezone": "Mars/Olympus"}, "timezone"),
+        ({"model": "x" * 1_000_000}, "model"),  # 1 MB
+        ({"model": "gpt-4o"}, "model"),  # not offered by this deployment
+        ({"max_rounds": MAX_ROUNDS + 1}, "max_rounds"),  # above the deployment's caps
+        ({"top_k": MAX_TOP_K + 1}, "top_k"), ({"max_seconds": 10_000}, "max_seconds"),
+    ],
+)  # fmt: skip
+def test_bad_knobs_and_raised_budgets_are_422(
+    users: dict[str, SyncLangGraphClient], context: dict[str, Any], key: str
+) -> None:
+    response = _refused_run(users["alice"], context=context)
+    assert response.status_code == 422, response.text[:500]
+    assert key in response.text[:2000], response.text[:500]
+
+
+@pytest.mark.parametrize("context", ["abc", ["max_rounds", 1], 7])
+def test_a_context_that_is_not_an_object_is_refused(
+    server: Server, users: dict[str, SyncLangGraphClient], context: Any
+) -> None:
+    thread_id = users["alice"].threads.create()["thread_id"]
+    body = {"assistant_id": GRAPH_ID, "input": {"messages": [{"role": "user", "content": "hi"}]}}
+    for payload in ({**body, "context": context}, {**body, "config": {"configurable": context}}):
+        response = httpx.post(
+            f"{server.url}/threads/{thread_id}/runs/wait",
+            json=payload,
+            headers={"Authorization": "Bearer tok-alice"},
+            timeout=30,
+        )
+        assert 400 <= response.status_code < 500, response.text
+    _nothing_ran(users["alice"], thread_id)
+
+
+def test_user_id_is_decided_by_the_token(users: dict[str, SyncLangGraphClient]) -> None:
+    for kwargs in ({"context": {"user_id": "bob"}}, {"config": {"configurable": {"user_id": "bob"}}}):
+        response = _refused_run(users["alice"], **kwargs)
+        assert response.status_code == 403 and "user_id" in response.text, response.text
+    # The caller's own id and lowered budgets are fine, and the lowered budget applies.
+    _, state = _ask(users["alice"], "计算 123 × 456", context={"user_id": "alice", "max_rounds": 1})
+    assert state["values"].get("stop_reason") == "rounds", state["values"]
+
+
+def test_no_request_reaches_a_callers_endpoint(users: dict[str, SyncLangGraphClient]) -> None:
+    """SSRF / secret exfiltration: a run naming its own endpoint and key variable is refused, unsent."""
+    seen: list[str] = []
+
+    class Recorder(BaseHTTPRequestHandler):
+        def _record(self) -> None:
+            seen.append(f"{self.command} {self.path} {self.headers.get('Authorization')}")
+            self.send_response(500)
+            self.end_headers()
+
+        do_GET = do_POST = _record
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    listener = ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+    threading.Thread(target=listener.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{listener.server_port}/v1"
+        bait = {"base_url": url, "api_key_env": "HOME", "model": "x"}
+        for kwargs in ({"context": bait}, {"config": {"configurable": bait}}):
+            response = _refused_run(users["alice"], **kwargs)
+            assert response.status_code == 403 and "base_url" in response.text, response.text
+        time.sleep(2)
+        assert seen == []
+    finally:
+        listener.shutdown()
+        listener.server_close()
+
+
+# --- document groups ----------------------------------------------------------------------------------------
+
+KB_QUESTIONS = [
+    "What does the knowledge base say about the salary band ZEBRA-7731?",
+    "知识库里关于 salary band ZEBRA-7731 的内容是什么？",
+    "搜一下知识库里有没有 salary band 相关文档，有的话整理成摘要",
+    'call tool search_knowledge with {"query": "ZEBRA-7731"}',
+    '调用工具 search_knowledge {"query": "L5 salary band ZEBRA-7731", "top_k": 10}',
+    'call tool generate_summary with {"topic": "salary band", "max_docs": 5}',
+]
+
+
+@pytest.mark.parametrize("question", KB_QUESTIONS)
+def test_hr_documents_stay_hidden_from_others(users: dict[str, SyncLangGraphClient], question: str) -> None:
+    _, state = _ask(users["alice"], question)
+    dumped = json.dumps(state["values"], ensure_ascii=False)
+    assert not [m for m in HR_MARKERS if m in dumped], dumped[:3000]
+    sources = {p.get("source") or p.get("metadata", {}).get("source") for p in state["values"]["passages"]}
+    assert HR_DOC not in sources
+    for tool in ("search_knowledge", "generate_summary"):  # the tools did run, and found nothing of hr's
+        if tool in question.split("{")[0]:
+            assert _tool_results(state["values"], tool), state["values"]["messages"]
+
+
+def test_public_documents_stay_visible(users: dict[str, SyncLangGraphClient]) -> None:
+    _, state = _ask(
+        users["alice"], 'call tool search_knowledge with {"query": "travel policy economy hotels"}'
+    )
+    [result] = _tool_results(state["values"], "search_knowledge")
+    assert [p["source"] for p in json.loads(result)["passages"]] == [PUBLIC_DOC], result
+
+
+@pytest.mark.parametrize("question", [KB_QUESTIONS[0], KB_QUESTIONS[3]])
+def test_hr_members_read_hr_documents(users: dict[str, SyncLangGraphClient], question: str) -> None:
+    _, state = _ask(users["hana"], question)
+    dumped = json.dumps(state["values"], ensure_ascii=False)
+    assert "88,000" in dumped and HR_DOC in dumped, dumped[:3000]
+
+
+@pytest.mark.parametrize("question", ["call tool knowledge_stats with {}", "知识库里有多少文档？"])
+def test_stats_count_only_visible_documents(users: dict[str, SyncLangGraphClient], question: str) -> None:
+    _, alice = _ask(users["alice"], question)
+    [stats] = _tool_results(alice["values"], "knowledge_stats")
+    assert json.loads(stats)["documents"] == 1 and "hr" not in json.loads(stats)["groups"], stats
+    _, hana = _ask(users["hana"], question)
+    [stats] = _tool_results(hana["values"], "knowledge_stats")
+    assert json.loads(stats)["documents"] == 2 and "hr" in json.loads(stats)["groups"], stats
+
+
+# --- privileges ---------------------------------------------------------------------------------------------
+
+
+def test_users_cannot_delete_documents(users: dict[str, SyncLangGraphClient]) -> None:
+    alice = users["alice"]
+    for question in (
+        f"删除文档 {HR_DOC}", f"删除文档 {PUBLIC_DOC}", f"delete document {PUBLIC_DOC}",
+        f'call tool delete_document with {{"doc_id": "{PUBLIC_DOC}"}}',
+        f'调用工具 delete_document {{"doc_id": "{HR_DOC}"}}',
+    ):  # fmt: skip
+        thread_id, state = _ask(alice, question)
+        assert _interrupts(state) == [] and alice.threads.get(thread_id)["status"] == "idle", state
+        assert _tool_results(state["values"], "delete_document") == [], state["values"]["messages"]
+    for trick in ({"roles": "admin"}, {"role_permissions": '{"user": ["*"]}'}, {"default_roles": "admin"}):
+        response = _refused_run(alice, context=trick)
+        assert response.status_code == 403 and next(iter(trick)) in response.text, response.text
+    _, hana = _ask(users["hana"], "call tool knowledge_stats with {}")
+    assert json.loads(_tool_results(hana["values"], "knowledge_stats")[0])["documents"] == 2
+
+
+def test_server_keys_in_configurable_grant_nothing(users: dict[str, SyncLangGraphClient]) -> None:
+    """langgraph-api's own identity keys, sent by a caller, do not make alice bob (or an hr member)."""
+    marks = ["kb-auth:token", "role:admin", "group:hr"]
+    forged = {"langgraph_auth_user_id": "bob", "langgraph_auth_permissions": marks}
+    forged["langgraph_auth_user"] = {"identity": "bob", "permissions": marks}
+    alice = users["alice"]
+    for question in (f"删除文档 {PUBLIC_DOC}", KB_QUESTIONS[3]):
+        thread_id = alice.threads.create()["thread_id"]
+        try:
+            alice.runs.wait(
+                thread_id, GRAPH_ID, input={"messages": [{"role": "user", "content": question}]},
+                config={"configurable": forged}, raise_error=False,
+            )  # fmt: skip
+        except httpx.HTTPStatusError as refused:
+            assert 400 <= refused.response.status_code < 500
+            continue
+        state = alice.threads.get_state(thread_id)
+        assert _interrupts(state) == [], state
+        dumped = json.dumps(state["values"], ensure_ascii=False)
+        assert not [m for m in HR_MARKERS if m in dumped], dumped[:3000]
+
+
+def test_admins_get_the_approval_for_delete_document(users: dict[str, SyncLangGraphClient]) -> None:
+    bob = users["bob"]
+    thread_id, state = _ask(bob, f"删除文档 {PUBLIC_DOC}")
+    [payload] = _interrupts(state)
+    assert payload["tool"] == "delete_document" and payload["args"] == {"doc_id": PUBLIC_DOC}, payload
+    bob.runs.wait(thread_id, GRAPH_ID, command={"resume": {"approved": False}}, raise_error=False)
+    assert _tool_results(bob.threads.get_state(thread_id)["values"], "delete_document") != []
+    _, hana = _ask(users["hana"], "call tool knowledge_stats with {}")
+    assert json.loads(_tool_results(hana["values"], "knowledge_stats")[0])["documents"] == 2
+
+
+# --- authentication -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {}, {"x-kb-user": "alice"},
+        {"x-auth-scheme": "langsmith"},  # LangGraph Studio's header bypasses nothing
+        {"x-auth-scheme": "langsmith", "x-user-id": "bob"},
+        {"Authorization": "Bearer 令牌".encode()}, {"Authorization": b"Bearer \xff\xfe"},  # 401, not 500
+        {"Authorization": "Basic x"}, {"Authorization": "Bearer"}, {"Authorization": "Bearer tok-nobody"},
+        {"Authorization": "tok-alice"},
+    ],
+)  # fmt: skip
+def test_requests_without_a_valid_token_are_401(
+    server: Server, users: dict[str, SyncLangGraphClient], headers: dict[str, Any]
+) -> None:
+    thread_id = users["alice"].threads.create()["thread_id"]
+    run = {"assistant_id": GRAPH_ID, "input": {"messages": [{"role": "user", "content": "计算 1 + 1"}]}}
+    for path, body in (
+        ("/threads/search", {}),
+        ("/threads", {}),
+        (f"/threads/{thread_id}/runs", run),
+        ("/runs/wait", run),
+        ("/assistants/search", {}),
+        ("/store/items/search", {"namespace_prefix": ["alice"]}),
+    ):
+        response = httpx.post(f"{server.url}{path}", json=body, headers=headers, timeout=30)
+        assert response.status_code == 401, (path, response.status_code, response.text)
+    _nothing_ran(users["alice"], thread_id)
+
+
+# --- assistants, store, threads -----------------------------------------------------------------------------
+
+
+def test_only_admins_manage_assistants(users: dict[str, SyncLangGraphClient]) -> None:
+    alice, bob = users["alice"], users["bob"]
+    [system] = alice.assistants.search(graph_id=GRAPH_ID)
+    for attempt in (
+        lambda: alice.assistants.create(GRAPH_ID, context={"max_rounds": 1}, name="alice's"),
+        lambda: alice.assistants.update(system["assistant_id"], context={"max_rounds": 1}),
+        lambda: alice.assistants.update(system["assistant_id"], metadata={"owner": "alice"}),
+        lambda: alice.assistants.delete(system["assistant_id"]),
+    ):
+        response = _refused(attempt)
+        assert response.status_code == 403 and "administrator" in response.text, response.text
+    assert alice.assistants.get(system["assistant_id"])["version"] == system["version"]
+    _, state = _ask(alice, "计算 123 × 456")
+    assert "56088" in state["values"]["messages"][-1]["content"]
+    created = bob.assistants.create(GRAPH_ID, name="bob's assistant")
+    assert created["graph_id"] == GRAPH_ID
+    bob.assistants.delete(created["assistant_id"])
+
+
+def test_store_items_belong_to_their_owner(users: dict[str, SyncLangGraphClient]) -> None:
+    alice, bob = users["alice"], users["bob"]
+    for attempt in (
+        lambda: alice.store.put_item(["bob", "notes"], key="k", value={"v": "alice was here"}),
+        lambda: alice.store.get_item(["bob", "notes"], key="k"),
+        lambda: alice.store.delete_item(["bob", "notes"], key="k"),
+        lambda: alice.store.put_item(["notes"], key="k", value={"v": 1}),
+    ):
+        response = _refused(attempt)
+        assert response.status_code == 403 and "namespace" in response.text, response.text
+    alice.store.put_item(["alice", "notes"], key="k", value={"v": "mine"})
+    assert alice.store.get_item(["alice", "notes"], key="k")["value"] == {"v": "mine"}
+    response = _refused(lambda: bob.store.get_item(["alice", "notes"], key="k"))
+    assert response.status_code == 403, response.text
+    alice.store.delete_item(["alice", "notes"], key="k")
+
+
+def test_threads_are_private_to_their_owner(users: dict[str, SyncLangGraphClient]) -> None:
+    alice, bob = users["alice"], users["bob"]
+    bobs, _ = _ask(bob, "计算 2 + 2")
+    assert bob.threads.get(bobs)["metadata"]["owner"] == "bob"
+    assert bobs in {t["thread_id"] for t in bob.threads.search(limit=1000)}
+    assert bobs not in {t["thread_id"] for t in alice.threads.search(limit=1000)}
+    assert bobs not in {t["thread_id"] for t in alice.threads.search(metadata={"owner": "bob"}, limit=1000)}
+    for attempt in (lambda: alice.threads.get(bobs), lambda: alice.threads.get_state(bobs)):
+        assert _refused(attempt).status_code in (403, 404)
