@@ -28,8 +28,8 @@ from langchain_core.messages import AIMessage
 from graph.api import open_agent
 from graph.builder import default_registry
 from graph.settings import OFFLINE_MODEL, Settings
-from nodes.models import OfflineChatModel
-from nodes.models.tokens import count_tool_tokens
+from models import OfflineChatModel
+from models.tokens import count_tool_tokens
 from nodes.summarize import MemorySettings
 from nodes.tool_choice import offered_definitions
 from nodes.turn import last_human_index

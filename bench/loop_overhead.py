@@ -25,7 +25,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from graph.builder import build_graph
-from nodes.models.scripted import ScriptedChatModel, tool_call
+from models.scripted import ScriptedChatModel, tool_call
 from tools.builtin import CALCULATOR, builtin_registry
 from tools.calculator import evaluate
 

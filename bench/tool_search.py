@@ -32,7 +32,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from nodes.models.tokens import estimate_tokens
+from models.tokens import estimate_tokens
 from stores.embeddings import Embedder, HashingEmbedder, get_embedder
 from tests.fixtures.tool_catalog import SIZES, catalog, requests_for, tool_language
 from tools.registry import ToolSpec

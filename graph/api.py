@@ -27,8 +27,8 @@ from langgraph.types import Command
 
 from graph.builder import build_graph
 from graph.settings import Settings
+from models.tokens import message_text
 from nodes.memory_extraction import BackgroundMemoryUpdater, open_memory
-from nodes.models.tokens import message_text
 from nodes.summarize import full_history
 from nodes.turn import last_human_index
 from stores.checkpoint import open_checkpointer

@@ -18,12 +18,12 @@ from langgraph.runtime import Runtime
 from graph.context import Context, run_settings
 from graph.settings import Settings
 from graph.state import State
+from models import get_chat_model
+from models.errors import ModelError, describe_model_error
+from models.tokens import count_message_tokens, estimate_tokens, message_text
 from nodes import prompts
 from nodes.budget import Budget
 from nodes.history import wire_history
-from nodes.models import get_chat_model
-from nodes.models.errors import ModelError, describe_model_error
-from nodes.models.tokens import count_message_tokens, estimate_tokens, message_text
 from nodes.tool_choice import offered_definitions
 from nodes.turn import current_question, language, run_label, unsummarised
 from tools.registry import ToolRegistry

@@ -197,7 +197,7 @@ class ModelExtractor:
         self.timeout = timeout
 
     def __call__(self, request: ExtractionRequest) -> str:
-        from nodes.models.tokens import message_text
+        from models.tokens import message_text
 
         messages = [SystemMessage(EXTRACTION_PROMPT), HumanMessage(request.payload())]
         box: dict[str, Any] = {}
@@ -298,7 +298,7 @@ def extractor_for(ctx: Settings) -> Extractor:
     """The configured model when there is one, else the offline rules."""
     if ctx.uses_offline_model:
         return OfflineExtractor()
-    from nodes.models import get_chat_model
+    from models import get_chat_model
 
     return ModelExtractor(get_chat_model(ctx), timeout=ctx.model_timeout)
 

@@ -17,12 +17,12 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-from nodes.models.offline import OfflineChatModel
-from nodes.models.tokens import message_text
+from models.offline import OfflineChatModel
+from models.rerank import MAX_REPLY_CHARS, ModelTimeout, invoke_with_timeout, parse_json_object
+from models.tokens import message_text
 from nodes.turn import language
 from stores.base import Passage
 from stores.fusion import rrf
-from stores.rerank import MAX_REPLY_CHARS, ModelTimeout, invoke_with_timeout, parse_json_object
 
 log = logging.getLogger(__name__)
 

@@ -17,12 +17,12 @@ from langgraph.runtime import Runtime
 from graph.context import Context, run_settings
 from graph.settings import Settings
 from graph.state import State
-from nodes.models import get_chat_model
-from nodes.models.intents import find_expression
+from models import get_chat_model
+from models.intents import find_expression
+from models.rerank import reranker_from_setting
 from nodes.query_planning import plan_queries, retrieve_planned
 from nodes.turn import current_question, last_human_index
 from stores.base import KnowledgeBase, Passage
-from stores.rerank import reranker_from_setting
 from stores.text import tokenize
 
 log = logging.getLogger("kb_agent.retrieve")

@@ -14,9 +14,9 @@ from typing import Any
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from graph.settings import Settings
-from nodes.models import OfflineChatModel, get_chat_model
-from nodes.models.extractive import extractive_summary
-from nodes.models.tokens import message_text
+from models import OfflineChatModel, get_chat_model
+from models.extractive import extractive_summary
+from models.tokens import message_text
 from stores.base import Passage
 from stores.embeddings import embedder_for
 from stores.feedback import FeedbackStore

@@ -38,12 +38,12 @@ from langgraph.runtime import Runtime
 from graph.context import Context, run_settings
 from graph.settings import OFFLINE_MODEL, Settings
 from graph.state import State
+from models import OfflineChatModel, get_chat_model
+from models.summary import extractive_summary, has_sections, summary_language
+from models.tokens import count_message_tokens, count_tool_tokens, estimate_tokens, message_text
 from nodes import prompts
 from nodes.budget import Budget
 from nodes.history import wire_history
-from nodes.models import OfflineChatModel, get_chat_model
-from nodes.models.summary import extractive_summary, has_sections, summary_language
-from nodes.models.tokens import count_message_tokens, count_tool_tokens, estimate_tokens, message_text
 from nodes.tool_choice import offered_definitions
 from nodes.turn import current_question, language, last_human_index
 from tools.registry import ToolRegistry

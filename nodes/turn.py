@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from langchain_core.messages import AnyMessage, HumanMessage
 
-from nodes.models.tokens import has_cjk, message_text
+from models.tokens import has_cjk, message_text
 
 
 def last_human_index(messages: Sequence[AnyMessage]) -> int:

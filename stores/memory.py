@@ -104,7 +104,7 @@ def _norm_key(content: str) -> str:
 
 def recent_user_messages(messages: Sequence[BaseMessage], limit: int = RECENT_USER_MESSAGES) -> list[str]:
     """The text of the last ``limit`` user messages: assistant and tool text is never a user fact."""
-    from nodes.models.tokens import message_text
+    from models.tokens import message_text
 
     texts = [message_text(m) for m in messages if isinstance(m, HumanMessage)]
     return [t for t in texts if t.strip()][-limit:]

@@ -29,7 +29,7 @@ def _default_store(settings: Any) -> ChromaMemoryStore:
 
 
 def _latest_user_message(history: tuple[Any, ...]) -> str:
-    from nodes.models.tokens import message_text
+    from models.tokens import message_text
 
     for message in reversed(history):
         if isinstance(message, HumanMessage):

@@ -18,11 +18,11 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 from typer.testing import CliRunner
 
+from cli.app import app
 from graph import build_graph
 from graph.api import NoPendingApprovalError, open_agent
-from graph.cli import app
 from graph.settings import Settings
-from nodes.models.scripted import ScriptedChatModel, tool_call
+from models.scripted import ScriptedChatModel, tool_call
 from nodes.services import open_knowledge_base
 from tools.approval import InvalidApprovalError
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from graph import build_graph
-from nodes.models import ScriptedChatModel, tool_call
+from models import ScriptedChatModel, tool_call
 from stores.checkpoint import open_async_checkpointer
 from tools.builtin import builtin_registry
 from tools.registry import ToolSpec

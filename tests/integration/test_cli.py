@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from graph.cli import app
+from cli.app import app
 from tests.fixtures.openai_server import OpenAIServer, ScriptedReply
 
 runner = CliRunner()

@@ -11,7 +11,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from graph import build_graph, graph
 from graph.settings import Settings
-from nodes.models import ScriptedChatModel, tool_call
+from models import ScriptedChatModel, tool_call
 from stores.base import MemoryRecord, Passage
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from graph.cli import app
+from cli.app import app
 
 DOCS = [
     {"_id": "d1", "title": "Ports", "text": "Chroma listens on port 8000 by default."},

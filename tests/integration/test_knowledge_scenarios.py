@@ -11,8 +11,8 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from typer.testing import CliRunner
 
+from cli.app import app
 from graph import build_graph
-from graph.cli import app
 from graph.settings import Settings
 from nodes.services import feedback_store
 

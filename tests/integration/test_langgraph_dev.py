@@ -117,7 +117,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     docs.mkdir()
     (docs / "old-policy.md").write_text("# Old policy\n\nThe 2019 travel policy, superseded.\n", "utf-8")
     ingest = subprocess.run(
-        [sys.executable, "-m", "graph.cli", "ingest", str(docs)],
+        [sys.executable, "-m", "cli", "ingest", str(docs)],
         cwd=REPO_ROOT,
         env=_server_env(tmp / "kb-home"),
         capture_output=True,

@@ -13,12 +13,12 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langgraph.checkpoint.memory import InMemorySaver
 from typer.testing import CliRunner
 
-from graph import memory_cli
+from cli import memory as memory_cli
 from graph.builder import build_graph
 from graph.settings import Settings
+from models import ScriptedChatModel, tool_call
 from nodes.memory_extraction import BackgroundMemoryUpdater, ModelExtractor, RunMemory, open_memory
 from nodes.memory_rules import EXTRACTION_PROMPT, ExtractionRequest
-from nodes.models import ScriptedChatModel, tool_call
 from stores.embeddings import HashingEmbedder
 from stores.memory import ChromaMemoryStore
 from tools.builtin import builtin_registry

@@ -23,7 +23,7 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from graph.builder import build_graph
-from nodes.models.scripted import ScriptedChatModel, tool_call
+from models.scripted import ScriptedChatModel, tool_call
 from tools.builtin import builtin_registry
 from tools.executor import ToolCallRequest, ToolExecutor
 from tools.mcp import MCPManager, register_mcp_tools

@@ -18,9 +18,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 from typer.testing import CliRunner
 
+from cli.app import app
 from graph import build_graph
 from graph.builder import app_registry
-from graph.cli import app
 from graph.settings import Settings
 from tools.mcp import shared_manager
 

@@ -21,7 +21,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from graph.builder import build_graph
 from graph.settings import Settings
-from nodes.models.errors import ModelError
+from models.errors import ModelError
 from tests.fixtures.openai_server import OpenAIServer, ScriptedReply
 from tools.builtin import CALCULATOR, CURRENT_DATE
 

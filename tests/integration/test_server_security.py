@@ -68,7 +68,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     (docs / "hr" / ".groups").write_text("# only HR may read this folder\nhr\n", "utf-8")
     env = _server_env(tmp / "kb-home")
     ingest = subprocess.run(
-        [sys.executable, "-m", "graph.cli", "ingest", str(docs)],
+        [sys.executable, "-m", "cli", "ingest", str(docs)],
         cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert ingest.returncode == 0, ingest.stderr

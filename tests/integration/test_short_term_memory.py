@@ -28,11 +28,11 @@ from graph.builder import default_registry, route_after_agent
 from graph.context import Context
 from graph.settings import Settings
 from graph.state import InputState, State
+from models import ScriptedChatModel
+from models.tokens import count_message_tokens, count_tool_tokens, message_text
 from nodes.agent import make_agent
 from nodes.execute_tools import make_tools
 from nodes.load_memory import make_load_memory
-from nodes.models import ScriptedChatModel
-from nodes.models.tokens import count_message_tokens, count_tool_tokens, message_text
 from nodes.retrieve import make_retrieve
 from nodes.summarize import MemorySettings, Summarizer, full_history, make_summarize
 from nodes.tool_choice import offered_definitions

@@ -7,10 +7,10 @@ import json
 import pytest
 from typer.testing import CliRunner
 
+from cli.app import app
 from graph.api import ThreadOwnershipError, open_agent
-from graph.cli import app
 from graph.settings import Settings
-from nodes.models.tokens import message_text
+from models.tokens import message_text
 
 runner = CliRunner()
 

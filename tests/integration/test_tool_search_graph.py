@@ -13,7 +13,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from graph import build_graph
 from graph.builder import default_registry
 from graph.settings import Settings
-from nodes.models.scripted import ScriptedChatModel, tool_call
+from models.scripted import ScriptedChatModel, tool_call
 from tests.fixtures.tool_catalog import catalog_500
 from tools.registry import ToolRegistry
 from tools.tool_search import FIND_TOOLS

@@ -9,7 +9,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from graph.api import open_agent
 from graph.settings import Settings
-from nodes.models.scripted import ScriptedChatModel, tool_call
+from models.scripted import ScriptedChatModel, tool_call
 
 
 class Boom(RuntimeError):

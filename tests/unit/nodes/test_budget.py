@@ -9,7 +9,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from graph import build_graph
 from graph.settings import Settings
-from nodes.models import ScriptedChatModel, tool_call
+from models import ScriptedChatModel, tool_call
 from tools.builtin import builtin_registry
 from tools.registry import ToolSpec
 

@@ -6,8 +6,8 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from graph import build_graph
+from models import ScriptedChatModel, tool_call
 from nodes.history import INTERRUPTED, wire_history
-from nodes.models import ScriptedChatModel, tool_call
 
 
 def test_well_formed_history_is_unchanged() -> None:

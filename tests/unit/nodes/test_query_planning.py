@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from nodes.models import ScriptedChatModel, tool_call
-from nodes.models.offline import OfflineChatModel
+from models import ScriptedChatModel, tool_call
+from models.offline import OfflineChatModel
 from nodes.query_planning import QueryPlan, plan_queries, retrieve_planned
 from stores.base import Passage
 

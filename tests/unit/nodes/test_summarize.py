@@ -23,12 +23,12 @@ from langgraph.runtime import Runtime
 
 from graph.settings import Settings
 from graph.state import State
+from models import ScriptedChatModel
+from models.summary import earlier_calculation, extractive_summary, has_sections, verbatim_tokens
+from models.tokens import count_message_tokens, count_tool_tokens
 from nodes import prompts
 from nodes.budget import Budget
 from nodes.history import wire_history
-from nodes.models import ScriptedChatModel
-from nodes.models.summary import earlier_calculation, extractive_summary, has_sections, verbatim_tokens
-from nodes.models.tokens import count_message_tokens, count_tool_tokens
 from nodes.summarize import (
     HistoryBudget,
     MemorySettings,
@@ -384,7 +384,7 @@ def test_extractive_summary_is_deterministic_merges_and_respects_its_limit() -> 
         m for i in range(60) for m in (HumanMessage(f"计算 {i} × 3 的话题 {i}"), AIMessage(f"结果 {i * 3}"))
     ]
     small = extractive_summary(merged, many, max_tokens=200)
-    from nodes.models.tokens import estimate_tokens
+    from models.tokens import estimate_tokens
 
     assert estimate_tokens(small) <= 200 and has_sections(small)
     assert "待确认" in small  # conflicts are the last lines to go

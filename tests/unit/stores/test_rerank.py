@@ -13,9 +13,8 @@ from typing import Any
 import pytest
 from langchain_core.messages import BaseMessage
 
-from nodes.models import ScriptedChatModel
-from stores.base import Passage
-from stores.rerank import (
+from models import ScriptedChatModel
+from models.rerank import (
     HTTPReranker,
     LLMReranker,
     Reranker,
@@ -23,6 +22,7 @@ from stores.rerank import (
     parse_json_object,
     reranker_from_setting,
 )
+from stores.base import Passage
 
 PASSAGES: list[Passage] = [
     {
@@ -143,7 +143,7 @@ def test_http_reranker_failure_keeps_the_input_order(
     server: RerankServer, reply: tuple[int, str], caplog: pytest.LogCaptureFixture
 ) -> None:
     server.reply = lambda body: reply
-    with caplog.at_level(logging.WARNING, logger="stores.rerank"):
+    with caplog.at_level(logging.WARNING, logger="models.rerank"):
         ranked = HTTPReranker(server.url, api_key="sk-secret", timeout=0.2).rerank("q", PASSAGES, top_k=2)
     assert ranked == PASSAGES[:2]
     assert "keeping the retrieval order" in caplog.text and "sk-secret" not in caplog.text

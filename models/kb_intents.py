@@ -14,9 +14,9 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
-from nodes.models.extractive import answer_from_passages
-from nodes.models.intents import Step
-from nodes.models.tokens import has_cjk, message_text
+from models.extractive import answer_from_passages
+from models.intents import Step
+from models.tokens import has_cjk, message_text
 from stores.text import tokenize
 
 _STATS = re.compile(

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from langchain_openai import ChatOpenAI
 
-from graph.settings import ConfigError, Settings
-from nodes.models import OfflineChatModel, get_chat_model
+from graph.settings import Settings
+from models import OfflineChatModel, get_chat_model
+from models.errors import ModelConfigError
 
 LOCAL = "http://127.0.0.1:8000/v1"
 
@@ -69,7 +70,7 @@ def test_key_alone_defaults_to_gpt_4o_mini(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_model_without_key_or_base_url_is_a_config_error() -> None:
-    with pytest.raises(ConfigError, match="KB_AGENT_API_KEY") as info:
+    with pytest.raises(ModelConfigError, match="KB_AGENT_API_KEY") as info:
         get_chat_model(Settings(model="gpt-4o"))
     message = str(info.value)
     assert "'gpt-4o'" in message
@@ -79,7 +80,7 @@ def test_model_without_key_or_base_url_is_a_config_error() -> None:
 def test_config_error_names_a_custom_key_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KB_AGENT_API_KEY", "sk-wrong-variable")  # not the one asked for...
     ctx = Settings(model="qwen-plus", api_key_env="DASHSCOPE_API_KEY")
-    with pytest.raises(ConfigError, match="DASHSCOPE_API_KEY"):
+    with pytest.raises(ModelConfigError, match="DASHSCOPE_API_KEY"):
         get_chat_model(ctx)
     monkeypatch.setenv("DASHSCOPE_API_KEY", "sk-dash")
     assert _key(get_chat_model(ctx)) == "sk-dash"

@@ -6,9 +6,9 @@ from functools import lru_cache
 
 from langchain_core.language_models import BaseChatModel
 
-from graph.settings import ConfigError, Settings
-from nodes.models.offline import OfflineChatModel
-from nodes.models.scripted import ScriptedChatModel, tool_call
+from models.errors import EndpointSettings, ModelConfigError
+from models.offline import OfflineChatModel
+from models.scripted import ScriptedChatModel, tool_call
 
 __all__ = ["OfflineChatModel", "ScriptedChatModel", "get_chat_model", "tool_call"]
 
@@ -30,14 +30,14 @@ def _openai_model(
     )
 
 
-def get_chat_model(context: Settings) -> BaseChatModel:
+def get_chat_model(context: EndpointSettings) -> BaseChatModel:
     """The model this run asked for: the offline model, or the configured OpenAI-compatible endpoint."""
     if context.uses_offline_model:
         return OfflineChatModel()
     key = context.api_key
     if not key:
         if not context.base_url:
-            raise ConfigError(
+            raise ModelConfigError(
                 f"no API key for model {context.model_name!r}: set {context.api_key_env} (or OPENAI_API_KEY), "
                 "or set KB_AGENT_BASE_URL to a local endpoint, or unset KB_AGENT_MODEL to use the offline model"
             )

@@ -11,8 +11,8 @@ import json
 import re
 from typing import Any
 
-from nodes.models.intents import Step
-from nodes.models.tokens import has_cjk
+from models.intents import Step
+from models.tokens import has_cjk
 
 _EXPLICIT = re.compile(
     r"(?:调用|使用|执行)\s*(?:工具|tool)\s*[`「“\"']?(?P<zh>[A-Za-z0-9_-]{1,64})[`」”\"']?|"

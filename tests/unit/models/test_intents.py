@@ -1,4 +1,4 @@
-"""The offline model's rules (nodes/models/intents.py): plans, rounds, operands and answers."""
+"""The offline model's rules (models/intents.py): plans, rounds, operands and answers."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from nodes.models import intents
-from nodes.models.intents import Step
+from models import intents
+from models.intents import Step
 from tools.calculator import evaluate
 
 ALL = {"calculator", "get_current_date"}

@@ -16,12 +16,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from graph import kb_cli, memory_cli
+from cli import kb as kb_cli
+from cli import memory as memory_cli
+from cli.tools import tools_app
 from graph.api import Agent, EmptyQuestionError, open_agent
 from graph.settings import ConfigError, Settings, env_table
-from graph.tools_cli import tools_app
-from nodes.models.errors import ModelError
-from nodes.models.tokens import message_text
+from models.errors import ModelConfigError, ModelError
+from models.tokens import message_text
 from stores.checkpoint import CheckpointConfigError
 from stores.threads import ThreadOwnershipError
 
@@ -31,7 +32,7 @@ app = typer.Typer(
 out = Console()
 err = Console(stderr=True)
 
-USER_ERRORS = (ModelError, ConfigError, CheckpointConfigError, EmptyQuestionError, ThreadOwnershipError)
+USER_ERRORS = (ModelError, ModelConfigError, ConfigError, CheckpointConfigError, EmptyQuestionError, ThreadOwnershipError)
 
 
 def fail(message: str, code: int = 1) -> None:

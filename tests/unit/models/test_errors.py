@@ -1,4 +1,4 @@
-"""Endpoint failures become one clear ModelError sentence (nodes/models/errors.py)."""
+"""Endpoint failures become one clear ModelError sentence (models/errors.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import openai
 import pytest
 
 from graph.settings import Settings
-from nodes.models.errors import ModelError, describe_model_error
+from models.errors import ModelError, describe_model_error
 
 URL = "http://127.0.0.1:9/v1"
 

@@ -1,7 +1,7 @@
 """The offline model: a real, deterministic ``BaseChatModel`` that needs no endpoint.
 
 It is what runs with zero configuration, what the README's first command and the graph's tests use. It
-decides from the conversation by rule (see ``nodes.models.intents``), calls only the tools it was bound
+decides from the conversation by rule (see ``models.intents``), calls only the tools it was bound
 with, and marks every answer ``response_metadata["offline"] = True`` so nobody mistakes it for an LLM.
 """
 
@@ -16,9 +16,9 @@ from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGenerationChunk
 
-from nodes.models import intents, kb_intents, memory_intents, summary, tool_intents
-from nodes.models.local import LocalChatModel, openai_tools
-from nodes.models.tokens import count_message_tokens, estimate_tokens, has_cjk, message_text
+from models import intents, kb_intents, memory_intents, summary, tool_intents
+from models.local import LocalChatModel, openai_tools
+from models.tokens import count_message_tokens, estimate_tokens, has_cjk, message_text
 
 OFFLINE_MODEL_NAME = "kb-agent-offline"
 

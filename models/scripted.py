@@ -15,7 +15,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage
 from pydantic import PrivateAttr
 
-from nodes.models.local import LocalChatModel
+from models.local import LocalChatModel
 
 Reply = AIMessage | str | Callable[[list[BaseMessage], list[dict[str, Any]]], AIMessage | str]
 

@@ -1,4 +1,4 @@
-"""The offline model: rule-based decisions, determinism, metadata and streaming (nodes/models/offline.py)."""
+"""The offline model: rule-based decisions, determinism, metadata and streaming (models/offline.py)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pytest
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 
-from nodes.models import OfflineChatModel
-from nodes.models.offline import OFFLINE_MODEL_NAME
-from nodes.models.tokens import count_message_tokens, estimate_tokens
+from models import OfflineChatModel
+from models.offline import OFFLINE_MODEL_NAME
+from models.tokens import count_message_tokens, estimate_tokens
 from tools.builtin import builtin_registry
 from tools.calculator import CalculatorError, evaluate
 from tools.clock import current_date

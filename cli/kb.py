@@ -242,8 +242,8 @@ def _cell(value: Any) -> str:
 
 def _eval_reranker(ctx: Settings, calls: list[int]) -> Any:
     """The configured reranker, counting its calls; ``hybrid+rerank`` needs KB_AGENT_RERANKER set."""
-    from nodes.models import get_chat_model
-    from stores.rerank import RerankerSettingError, reranker_from_setting
+    from models import get_chat_model
+    from models.rerank import RerankerSettingError, reranker_from_setting
 
     if not ctx.reranker:
         _fail(

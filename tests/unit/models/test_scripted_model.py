@@ -1,4 +1,4 @@
-"""``ScriptedChatModel``, the test double (nodes/models/scripted.py)."""
+"""``ScriptedChatModel``, the test double (models/scripted.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-from nodes.models import ScriptedChatModel, tool_call
-from nodes.models.scripted import ScriptExhausted
+from models import ScriptedChatModel, tool_call
+from models.scripted import ScriptExhausted
 from tools.builtin import builtin_registry
 
 

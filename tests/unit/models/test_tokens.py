@@ -1,4 +1,4 @@
-"""Offline token estimates (nodes/models/tokens.py): CJK-aware, high-side, tool calls included."""
+"""Offline token estimates (models/tokens.py): CJK-aware, high-side, tool calls included."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import json
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
-from nodes.models.scripted import tool_call
-from nodes.models.tokens import (
+from models.scripted import tool_call
+from models.tokens import (
     MESSAGE_OVERHEAD,
     count_message_tokens,
     count_tool_tokens,

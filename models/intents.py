@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from nodes.models.tokens import has_cjk
+from models.tokens import has_cjk
 
 _WORD_OPS: list[tuple[str, str]] = [
     (r"乘以|乘上|乘", "*"),

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from nodes.models.tokens import estimate_tokens, has_cjk, message_text
+from models.tokens import estimate_tokens, has_cjk, message_text
 
 SECTIONS = ("discussed", "decided", "done")
 HEADINGS = {

@@ -2,14 +2,35 @@
 
 from __future__ import annotations
 
-from graph.settings import Settings
+from typing import Protocol
+
+
+class EndpointSettings(Protocol):
+    """What choosing and calling a chat endpoint needs (``graph.settings.Settings`` has it all)."""
+
+    @property
+    def model_name(self) -> str: ...
+    @property
+    def uses_offline_model(self) -> bool: ...
+    @property
+    def api_key(self) -> str: ...
+
+    base_url: str
+    api_key_env: str
+    temperature: float
+    model_timeout: float
+    model_max_retries: int
 
 
 class ModelError(RuntimeError):
     """The model endpoint could not answer; the message says why and what to do."""
 
 
-def describe_model_error(exc: Exception, ctx: Settings) -> ModelError | None:
+class ModelConfigError(ValueError):
+    """No usable endpoint configuration (no key for a remote endpoint…); the message says what to set."""
+
+
+def describe_model_error(exc: Exception, ctx: EndpointSettings) -> ModelError | None:
     """Translate an ``openai`` client error into a ModelError; None for errors that are not the endpoint's."""
     try:
         import openai

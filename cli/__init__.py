@@ -1,0 +1,1 @@
+"""The ``kb-agent`` command line: ingest, ask, chat, eval, threads, memories, tools (``cli.app``)."""
