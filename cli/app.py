@@ -22,7 +22,6 @@ from cli.tools import tools_app
 from graph.api import Agent, EmptyQuestionError, open_agent
 from graph.settings import ConfigError, Settings, env_table
 from models.errors import ModelConfigError, ModelError
-from models.tokens import message_text
 from stores.checkpoint import CheckpointConfigError
 from stores.threads import ThreadOwnershipError
 
@@ -140,7 +139,7 @@ def _print_history(agent: Agent, thread: str, include_folded: bool) -> None:
     if summary:
         out.print(f"[bold]summary[/bold]: {escape(summary)}")
     for message in agent.history(thread, include_folded=include_folded):
-        text = message_text(message) or json.dumps(getattr(message, "tool_calls", []), ensure_ascii=False)
+        text = message.text or json.dumps(getattr(message, "tool_calls", []), ensure_ascii=False)
         out.print(f"[bold]{message.type}[/bold]: {escape(text)}")
 
 

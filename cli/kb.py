@@ -14,8 +14,8 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from graph.open_stores import open_knowledge_base
 from graph.settings import Settings
-from nodes.services import open_knowledge_base
 
 MODES = ("bm25", "vector", "hybrid")
 EVAL_CHUNK_TOKENS = 480

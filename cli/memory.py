@@ -16,12 +16,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from graph.open_stores import memory_store
 from graph.settings import ConfigError, Settings
-from nodes.memory_extraction import memory_store
-from nodes.memory_rules import MEMORY_TYPES
 from stores.audit import AuditEntry
 from stores.base import MemoryRecord
-from stores.memory import ChromaMemoryStore
+from stores.memory.rules import MEMORY_TYPES
+from stores.memory.store import ChromaMemoryStore
 
 memories = typer.Typer(
     no_args_is_help=True, help="List, search, add, correct and delete a user's long-term memories."

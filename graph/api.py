@@ -26,13 +26,13 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 
 from graph.builder import build_graph
+from graph.open_stores import open_memory
 from graph.settings import Settings
-from models.tokens import message_text
-from nodes.memory_extraction import BackgroundMemoryUpdater, open_memory
 from nodes.summarize import full_history
 from nodes.turn import last_human_index
 from stores.checkpoint import open_checkpointer
 from stores.checkpoint_prune import PruneReport, discard_after, prune_thread
+from stores.memory.updater import BackgroundMemoryUpdater
 from stores.threads import ThreadInfo, ThreadOwnershipError, ThreadRegistry
 from tools.approval import APPROVAL_KIND, parse_decision
 
@@ -98,13 +98,13 @@ def turn_answer(messages: list[AnyMessage], thread_id: str, user_id: str, stop_r
                         "args": call["args"],
                         "call_id": call["id"],
                         "status": result.status if result is not None else "missing",
-                        "result": message_text(result) if result is not None else None,
+                        "result": result.text if result is not None else None,
                     }
                 )
     final = next((m for m in reversed(turn) if isinstance(m, AIMessage)), None)
     meta = final.response_metadata if final is not None else {}
     return Answer(
-        text=message_text(final) if final is not None else "",
+        text=final.text if final is not None else "",
         thread_id=thread_id,
         user_id=user_id,
         tool_calls=calls,

@@ -23,14 +23,13 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
 
 from graph.context import Context
+from graph.open_stores import RunMemory, knowledge_services, memory_store, open_knowledge_base
 from graph.settings import Settings
 from graph.state import InputState, State
 from nodes.agent import make_agent
 from nodes.execute_tools import make_tools
 from nodes.load_memory import make_load_memory
-from nodes.memory_extraction import RunMemory
 from nodes.retrieve import KnowledgeSource, make_retrieve
-from nodes.services import knowledge_services, open_knowledge_base
 from nodes.summarize import make_summarize
 from nodes.tool_choice import add_find_tools
 from nodes.turn import last_human_index
@@ -66,7 +65,7 @@ def default_registry() -> ToolRegistry:
     registry = builtin_registry()
     for spec in knowledge_tools(knowledge_services()):
         registry.register(spec)
-    for spec in memory_tools():
+    for spec in memory_tools(lambda settings: memory_store(settings or Settings.current())):
         registry.register(spec)
     return registry
 

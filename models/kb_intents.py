@@ -16,7 +16,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from models.extractive import answer_from_passages
 from models.intents import Step
-from models.tokens import has_cjk, message_text
+from models.tokens import has_cjk
 from stores.text import tokenize
 
 _STATS = re.compile(
@@ -155,7 +155,7 @@ def passages_in_prompt(messages: Sequence[BaseMessage]) -> list[dict[str, str]]:
     """The retrieved passages the system prompt carries (the marked data block), best first."""
     for message in messages:
         if isinstance(message, SystemMessage):
-            block = _PASSAGE_BLOCK.search(message_text(message))
+            block = _PASSAGE_BLOCK.search(message.text)
             if block:
                 return [
                     {"id": m.group(1), "text": m.group(2)} for m in _PASSAGE_LINE.finditer(block.group(2))

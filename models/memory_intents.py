@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from nodes.memory_checks import has_forget_intent, has_remember_intent
+from stores.memory.checks import has_forget_intent, has_remember_intent
 from stores.text import has_cjk
 
 _PREFERENCE = re.compile(

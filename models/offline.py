@@ -18,7 +18,7 @@ from langchain_core.outputs import ChatGenerationChunk
 
 from models import intents, kb_intents, memory_intents, summary, tool_intents
 from models.local import LocalChatModel, openai_tools
-from models.tokens import count_message_tokens, estimate_tokens, has_cjk, message_text
+from models.tokens import count_message_tokens, estimate_tokens, has_cjk
 
 OFFLINE_MODEL_NAME = "kb-agent-offline"
 
@@ -50,7 +50,7 @@ class OfflineChatModel(LocalChatModel):
         """The next assistant message for this conversation (tool calls or a final answer)."""
         names = _tool_names(tools)
         start = _last_human(messages)
-        question = message_text(messages[start]) if start >= 0 else ""
+        question = messages[start].text if start >= 0 else ""
         turn = list(messages[start + 1 :])
         asked = [m for m in turn if isinstance(m, AIMessage) and m.tool_calls]
         results = {m.tool_call_id: m for m in turn if isinstance(m, ToolMessage)}
@@ -74,17 +74,17 @@ class OfflineChatModel(LocalChatModel):
                     continue
                 status = (
                     "error"
-                    if result.status == "error" or message_text(result).startswith("Error:")
+                    if result.status == "error" or result.text.startswith("Error:")
                     else "success"
                 )
                 failed = (
                     failed
                     or status == "error"
-                    or kb_intents.found_nothing(call["name"], message_text(result))
+                    or kb_intents.found_nothing(call["name"], result.text)
                 )
-                executed.append((call["name"], call["args"], message_text(result), status))
+                executed.append((call["name"], call["args"], result.text, status))
                 if call["name"] == "calculator" and status == "success":
-                    last_calc = message_text(result)
+                    last_calc = result.text
 
         if len(asked) < len(rounds) and not failed:
             calls = [
@@ -152,7 +152,7 @@ class OfflineChatModel(LocalChatModel):
     ) -> Iterator[ChatGenerationChunk]:
         """Stream the decision: tool calls in one chunk, text in short pieces (so the CLI shows tokens)."""
         message = self.decide(messages, kwargs.get("tools"))
-        text = message_text(message)
+        text = message.text
         pieces = [text[i : i + 16] for i in range(0, len(text), 16)] or [""]
         for i, piece in enumerate(pieces):
             last = i == len(pieces) - 1

@@ -7,12 +7,10 @@ the retrieval order: a broken reranker must cost quality, never the answer.
 
 from __future__ import annotations
 
-import contextvars
 import json
 import logging
 import math
 import re
-import threading
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
@@ -20,8 +18,9 @@ from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urldefrag
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
+from models.deadline import invoke_with_timeout
 from stores.base import Passage
 from stores.text import has_cjk
 
@@ -83,37 +82,6 @@ def parse_json_object(text: str) -> dict[str, Any] | None:
                 return value
             start = candidate.find("{", start + 1)
     return None
-
-
-class ModelTimeout(TimeoutError):
-    """The model did not answer within the allowed time."""
-
-
-def invoke_with_timeout(model: BaseChatModel, messages: list[BaseMessage], timeout: float) -> AIMessage:
-    """``model.invoke`` bounded by ``timeout`` seconds.
-
-    The call runs in a daemon thread (with the caller's context, so tracing still nests) because a hung
-    HTTP call cannot be cancelled; a daemon thread at least never blocks interpreter exit.
-    """
-    outcome: dict[str, Any] = {}
-    done = threading.Event()
-    context = contextvars.copy_context()
-
-    def work() -> None:
-        try:
-            outcome["reply"] = context.run(model.invoke, messages)
-        except BaseException as exc:  # re-raised in the caller's thread
-            outcome["error"] = exc
-        finally:
-            done.set()
-
-    threading.Thread(target=work, name="kb-model-call", daemon=True).start()
-    if not done.wait(timeout):
-        raise ModelTimeout(f"no reply within {timeout:g}s")
-    if "error" in outcome:
-        raise outcome["error"]
-    reply = outcome["reply"]
-    return reply if isinstance(reply, AIMessage) else AIMessage(content=str(getattr(reply, "content", reply)))
 
 
 # --- rerankers ----------------------------------------------------------------------------------------

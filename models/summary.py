@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from models.tokens import estimate_tokens, has_cjk, message_text
+from models.tokens import estimate_tokens, has_cjk
 
 SECTIONS = ("discussed", "decided", "done")
 HEADINGS = {
@@ -316,7 +316,7 @@ def _tool_line(name: str, args: object, result: ToolMessage | None, zh: bool) ->
     head = f"{name}({_args_text(args)})"
     if result is None:
         return head + (" → 未执行（本轮被中断）" if zh else " → not run (the turn was interrupted)")
-    text = clip(message_text(result), RESULT_CHARS)
+    text = clip(result.text, RESULT_CHARS)
     failed = result.status == "error" or text.startswith("Error")
     return f"{head} → " + ((("失败：" if zh else "failed: ") + text) if failed else text)
 
@@ -352,7 +352,7 @@ def _rounds(messages: Sequence[BaseMessage]) -> list[list[BaseMessage]]:
 
 
 def summary_language(old_summary: str, messages: Sequence[BaseMessage]) -> str:
-    texts = [old_summary, *(message_text(m) for m in messages if isinstance(m, HumanMessage))]
+    texts = [old_summary, *(m.text for m in messages if isinstance(m, HumanMessage))]
     return "zh" if any(has_cjk(t) for t in texts) else "en"
 
 
@@ -367,11 +367,11 @@ def extractive_summary(
     for round_ in _rounds(messages):
         results = {m.tool_call_id: m for m in round_ if isinstance(m, ToolMessage)}
         answered: set[str] = set()
-        answers = [m for m in round_ if isinstance(m, AIMessage) and message_text(m).strip()]
-        answer = sentences(message_text(answers[-1]))[0] if answers else ""
+        answers = [m for m in round_ if isinstance(m, AIMessage) and m.text.strip()]
+        answer = sentences(answers[-1].text)[0] if answers else ""
         for message in round_:
             if isinstance(message, HumanMessage):
-                _add_human(summary, message_text(message), answer)
+                _add_human(summary, message.text, answer)
             elif isinstance(message, AIMessage):
                 for call in message.tool_calls:
                     answered.add(call["id"])
@@ -406,12 +406,12 @@ def earlier_calculation(question: str, messages: Sequence[BaseMessage]) -> str |
     results: list[str] = []
     for message in messages:
         if isinstance(message, SystemMessage):
-            block = _SUMMARY_BLOCK.search(message_text(message))
+            block = _SUMMARY_BLOCK.search(message.text)
             if block:
                 results += [m.group(2) for m in _CALC_DONE.finditer(block.group(2))]
     for message in messages[: max(last_human, 0)]:
         if isinstance(message, ToolMessage) and message.name == "calculator" and message.status != "error":
-            results.append(message_text(message).strip())
+            results.append(message.text.strip())
     if not results:
         return None
     base = results[0] if first else results[-1]

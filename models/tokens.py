@@ -13,29 +13,15 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from stores.text import estimate_tokens, has_cjk
 
-__all__ = ["count_message_tokens", "count_tool_tokens", "estimate_tokens", "has_cjk", "message_text"]
+__all__ = ["count_message_tokens", "count_tool_tokens", "estimate_tokens", "has_cjk"]
 MESSAGE_OVERHEAD = 4
-
-
-def message_text(message: BaseMessage) -> str:
-    """The text of a message, whether its content is a string or a list of content blocks."""
-    content = message.content
-    if isinstance(content, str):
-        return content
-    parts = []
-    for block in content:
-        if isinstance(block, str):
-            parts.append(block)
-        elif isinstance(block, dict) and block.get("type") == "text":
-            parts.append(str(block.get("text", "")))
-    return "".join(parts)
 
 
 def count_message_tokens(messages: Iterable[BaseMessage]) -> int:
     """Estimated prompt tokens of a message list, tool calls included."""
     total = 0
     for message in messages:
-        total += MESSAGE_OVERHEAD + estimate_tokens(message_text(message))
+        total += MESSAGE_OVERHEAD + estimate_tokens(message.text)
         if isinstance(message, AIMessage) and message.tool_calls:
             total += estimate_tokens(json.dumps(message.tool_calls, ensure_ascii=False))
     return total

@@ -20,7 +20,7 @@ from graph.settings import Settings
 from graph.state import State
 from models import get_chat_model
 from models.errors import ModelError, describe_model_error
-from models.tokens import count_message_tokens, estimate_tokens, message_text
+from models.tokens import count_message_tokens, estimate_tokens
 from nodes import prompts
 from nodes.budget import Budget
 from nodes.history import wire_history
@@ -85,11 +85,11 @@ def make_agent(
                 raise
             raise described from exc
         if not isinstance(response, AIMessage):
-            response = AIMessage(content=message_text(response))
+            response = AIMessage(content=response.text)
 
         usage = response.usage_metadata or {}
         used = usage.get("total_tokens") or (
-            count_message_tokens(request) + estimate_tokens(message_text(response))
+            count_message_tokens(request) + estimate_tokens(response.text)
         )
         counters["rounds"] += 1
         counters["tokens"] += int(used)

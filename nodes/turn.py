@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from langchain_core.messages import AnyMessage, HumanMessage
 
-from models.tokens import has_cjk, message_text
+from models.tokens import has_cjk
 
 
 def last_human_index(messages: Sequence[AnyMessage]) -> int:
@@ -21,7 +21,7 @@ def current_question(messages: Sequence[AnyMessage]) -> tuple[str, str | None]:
     i = last_human_index(messages)
     if i < 0:
         return "", None
-    return message_text(messages[i]), messages[i].id
+    return messages[i].text, messages[i].id
 
 
 def language(text: str) -> str:

@@ -14,26 +14,17 @@ from typing import Any
 
 from langchain_core.messages import HumanMessage
 
-from nodes.memory_rules import MAX_CHARS, MEMORY_TYPES, has_forget_intent
-from stores.memory import ChromaMemoryStore
+from stores.memory.rules import MAX_CHARS, MEMORY_TYPES, has_forget_intent
+from stores.memory.store import ChromaMemoryStore
 from tools.registry import ToolContext, ToolError, ToolSpec
 
-StoreFor = Callable[[Any], ChromaMemoryStore]  # the run's settings (graph Settings) -> its memory store
-
-
-def _default_store(settings: Any) -> ChromaMemoryStore:
-    from graph.settings import Settings
-    from nodes.memory_extraction import memory_store
-
-    return memory_store(settings if isinstance(settings, Settings) else Settings())
+StoreFor = Callable[[Any], ChromaMemoryStore]  # the run's settings -> its memory store (wired in graph)
 
 
 def _latest_user_message(history: tuple[Any, ...]) -> str:
-    from models.tokens import message_text
-
     for message in reversed(history):
         if isinstance(message, HumanMessage):
-            return message_text(message)
+            return message.text
     return ""
 
 
@@ -41,9 +32,9 @@ def _view(record: Any) -> dict[str, Any]:
     return {k: record.get(k) for k in ("id", "memory_type", "content", "updated_at")}
 
 
-def memory_tools(store_for: StoreFor | None = None) -> list[ToolSpec]:
-    """The memory tool specs; ``store_for`` maps the run's settings to its store (default: the data dir's)."""
-    resolve = store_for or _default_store
+def memory_tools(store_for: StoreFor) -> list[ToolSpec]:
+    """The memory tool specs; ``store_for`` maps the run's settings to its store."""
+    resolve = store_for
 
     def remember(content: str, memory_type: str = "semantic", *, tool_context: ToolContext) -> str:
         store = resolve(tool_context.settings)

@@ -21,9 +21,9 @@ from typer.testing import CliRunner
 from cli.app import app
 from graph import build_graph
 from graph.api import NoPendingApprovalError, open_agent
+from graph.open_stores import open_knowledge_base
 from graph.settings import Settings
 from models.scripted import ScriptedChatModel, tool_call
-from nodes.services import open_knowledge_base
 from tools.approval import InvalidApprovalError
 
 ROOT = Path(__file__).resolve().parents[2]

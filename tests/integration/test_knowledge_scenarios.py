@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 
 from cli.app import app
 from graph import build_graph
+from graph.open_stores import feedback_store
 from graph.settings import Settings
-from nodes.services import feedback_store
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "rag"
 

@@ -15,12 +15,14 @@ from typer.testing import CliRunner
 
 from cli import memory as memory_cli
 from graph.builder import build_graph
+from graph.open_stores import RunMemory, open_memory
 from graph.settings import Settings
 from models import ScriptedChatModel, tool_call
-from nodes.memory_extraction import BackgroundMemoryUpdater, ModelExtractor, RunMemory, open_memory
-from nodes.memory_rules import EXTRACTION_PROMPT, ExtractionRequest
+from models.extractor import ModelExtractor
 from stores.embeddings import HashingEmbedder
-from stores.memory import ChromaMemoryStore
+from stores.memory.rules import EXTRACTION_PROMPT, ExtractionRequest
+from stores.memory.store import ChromaMemoryStore
+from stores.memory.updater import BackgroundMemoryUpdater
 from tools.builtin import builtin_registry
 from tools.memory_tools import memory_tools
 

@@ -29,7 +29,7 @@ from graph.context import Context
 from graph.settings import Settings
 from graph.state import InputState, State
 from models import ScriptedChatModel
-from models.tokens import count_message_tokens, count_tool_tokens, message_text
+from models.tokens import count_message_tokens, count_tool_tokens
 from nodes.agent import make_agent
 from nodes.execute_tools import make_tools
 from nodes.load_memory import make_load_memory
@@ -103,7 +103,7 @@ def ask(
     graph.invoke({"messages": [HumanMessage(question)]}, config)
     if threads is not None:
         threads.touch(thread)
-    return message_text(graph.get_state(config).values["messages"][-1])
+    return graph.get_state(config).values["messages"][-1].text
 
 
 def assert_well_formed(messages: list[BaseMessage]) -> None:
@@ -144,7 +144,7 @@ def test_200_offline_turns_keep_every_request_within_the_budget() -> None:
     state = graph.get_state(config).values
     assert state["summary"] and state["summary_covers"]
     history = full_history(graph, config)
-    assert [message_text(m) for m in history if isinstance(m, HumanMessage)] == [
+    assert [m.text for m in history if isinstance(m, HumanMessage)] == [
         _question(i) for i in range(200)
     ]
     assert len(state["messages"]) < len(history) / 5
@@ -152,8 +152,8 @@ def test_200_offline_turns_keep_every_request_within_the_budget() -> None:
     assert_well_formed(state["messages"])
     assert isinstance(state["messages"][0], HumanMessage)
     late = requests.sent[-1]
-    assert not any(isinstance(m, HumanMessage) and message_text(m) == _question(0) for m in late)
-    assert "<对话摘要>" in message_text(late[0])
+    assert not any(isinstance(m, HumanMessage) and m.text == _question(0) for m in late)
+    assert "<对话摘要>" in late[0].text
 
 
 PASTED_LOG = "帮我看看这段日志：\n" + "\n".join(
@@ -174,9 +174,9 @@ def test_seed_003_scenario_4_the_third_question_needs_the_first_after_folding() 
     assert "calculator(123 × 456) → 56088" in state["summary"]
     assert "/srv/app/db.sock" in state["summary"] and "E1024" in state["summary"]
     sent = requests.sent[-2]  # the request that chose the calculator call
-    assert "56088" in message_text(sent[0])  # the summary reached the model in the system prompt
-    assert not any(message_text(m) == "计算 123 × 456" for m in sent[1:])  # the turn itself was folded
-    assert "计算 123 × 456" in [message_text(m) for m in full_history(graph, config)]
+    assert "56088" in sent[0].text  # the summary reached the model in the system prompt
+    assert not any(m.text == "计算 123 × 456" for m in sent[1:])  # the turn itself was folded
+    assert "计算 123 × 456" in [m.text for m in full_history(graph, config)]
     assert "112176" in answer
 
 
@@ -189,15 +189,15 @@ def test_a_summary_model_that_returns_garbage_loses_nothing(caplog: pytest.LogCa
     state = graph.get_state({"configurable": {"thread_id": "g"}}).values
     assert state.get("summary", "") == "" and len(state["messages"]) == 28
     assert any("unusable summary" in r.message for r in caplog.records)
-    summary_prompts = [c for c in model.calls if "滚动摘要" in message_text(c[-1])]
-    assert summary_prompts and "ID-0000" in message_text(summary_prompts[0][-1])
+    summary_prompts = [c for c in model.calls if "滚动摘要" in c[-1].text]
+    assert summary_prompts and "ID-0000" in summary_prompts[0][-1].text
 
 
 def test_a_model_written_summary_folds_the_thread_and_never_streams_to_the_user() -> None:
     good = "已讨论：\n- 用户问了编号\n已决定：\n- （无）\n已完成：\n- 记录了 ID-0000"
 
     def reply(messages: list[BaseMessage], tools: list[dict[str, Any]]) -> AIMessage:
-        return AIMessage(good if "滚动摘要" in message_text(messages[-1]) else "好的。")
+        return AIMessage(good if "滚动摘要" in messages[-1].text else "好的。")
 
     model = ScriptedChatModel(reply)
     graph = build_stm_graph(InMemorySaver(), model=model, registry=builtin_registry(), settings=TIGHT)
@@ -206,7 +206,7 @@ def test_a_model_written_summary_folds_the_thread_and_never_streams_to_the_user(
     for i in range(14):
         question = {"messages": [HumanMessage(f"第 {i} 个问题：编号 ID-{i:04d}。" + "补充说明。" * 20)]}
         for chunk, _meta in graph.stream(question, config, stream_mode="messages"):
-            streamed.append(message_text(chunk))
+            streamed.append(chunk.text)
     state = graph.get_state(config).values
     assert state["summary"] == good and state["summary_covers"]
     assert not any("已讨论" in text for text in streamed)
@@ -240,8 +240,8 @@ def run_child(data_dir: str, user: str, questions: list[str]) -> dict[str, Any]:
             "summary": state.get("summary", ""),
             "covers": state.get("summary_covers"),
             "state_messages": len(state["messages"]),
-            "questions": [message_text(m) for m in history if isinstance(m, HumanMessage)],
-            "first_request_system": message_text(requests.sent[0][0]) if requests.sent else "",
+            "questions": [m.text for m in history if isinstance(m, HumanMessage)],
+            "first_request_system": requests.sent[0][0].text if requests.sent else "",
             "threads": [(t.thread_id, t.title) for t in threads.list(user)],
         }
 
@@ -278,4 +278,4 @@ def test_a_folded_thread_resumes_in_a_new_process_and_stays_its_owners(tmp_path:
     assert "belongs to another user" in intruder["error"]
     with open_checkpointer(tmp_path) as saver:
         history = full_history(build_stm_graph(saver), {"configurable": {"thread_id": "resume"}})
-    assert [message_text(m) for m in history if isinstance(m, HumanMessage)] == second["questions"]
+    assert [m.text for m in history if isinstance(m, HumanMessage)] == second["questions"]

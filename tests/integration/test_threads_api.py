@@ -10,7 +10,6 @@ from typer.testing import CliRunner
 from cli.app import app
 from graph.api import ThreadOwnershipError, open_agent
 from graph.settings import Settings
-from models.tokens import message_text
 
 runner = CliRunner()
 
@@ -41,7 +40,7 @@ def test_a_long_thread_folds_and_the_full_history_stays_readable() -> None:
         everything = agent.history("long", include_folded=True)
     assert summary.startswith("已讨论：") and "已完成：" in summary
     assert len(kept) < len(everything)
-    assert [message_text(m) for m in everything if m.type == "human"] == questions
+    assert [m.text for m in everything if m.type == "human"] == questions
     assert kept[0].type == "human"
 
 

@@ -14,7 +14,6 @@ from models.tokens import (
     count_tool_tokens,
     estimate_tokens,
     has_cjk,
-    message_text,
 )
 from tools.builtin import builtin_registry
 
@@ -71,26 +70,6 @@ def test_has_cjk() -> None:
     assert has_cjk("（")  # full-width forms count as CJK
     assert not has_cjk("hello world 123 × ÷")
     assert not has_cjk("")
-
-
-def test_message_text_string_content() -> None:
-    assert message_text(HumanMessage("hi")) == "hi"
-
-
-def test_message_text_list_of_blocks() -> None:
-    message = HumanMessage(
-        content=[
-            {"type": "text", "text": "hello "},
-            "world",
-            {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
-            {"type": "text", "text": "!"},
-        ]
-    )
-    assert message_text(message) == "hello world!"
-
-
-def test_message_text_empty_list() -> None:
-    assert message_text(AIMessage(content=[])) == ""
 
 
 def test_count_message_tokens_adds_per_message_overhead() -> None:

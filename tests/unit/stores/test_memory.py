@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from nodes.memory_rules import ExtractionRequest
 from stores.embeddings import HashingEmbedder
-from stores.memory import ChromaMemoryStore, fuse, keyword_scores
+from stores.memory.rules import ExtractionRequest
+from stores.memory.store import ChromaMemoryStore, fuse, keyword_scores
 
 
 class Clock:

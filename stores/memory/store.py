@@ -23,7 +23,12 @@ from typing import Any
 from chromadb.api import ClientAPI
 from langchain_core.messages import BaseMessage, HumanMessage
 
-from nodes.memory_rules import (
+from stores.audit import AuditEntry, AuditStore
+from stores.base import MemoryRecord
+from stores.chroma import chroma_client, open_collection
+from stores.embeddings import Embedder
+from stores.fusion import convex
+from stores.memory.rules import (
     MAX_SNAPSHOT,
     MEMORY_TYPES,
     ExtractionRequest,
@@ -31,11 +36,6 @@ from nodes.memory_rules import (
     apply_operations,
     normalise_content,
 )
-from stores.audit import AuditEntry, AuditStore
-from stores.base import MemoryRecord
-from stores.chroma import chroma_client, open_collection
-from stores.embeddings import Embedder
-from stores.fusion import convex
 from stores.text import tokenize
 
 log = logging.getLogger("kb_agent.memory")
@@ -104,16 +104,14 @@ def _norm_key(content: str) -> str:
 
 def recent_user_messages(messages: Sequence[BaseMessage], limit: int = RECENT_USER_MESSAGES) -> list[str]:
     """The text of the last ``limit`` user messages: assistant and tool text is never a user fact."""
-    from models.tokens import message_text
-
-    texts = [message_text(m) for m in messages if isinstance(m, HumanMessage)]
+    texts = [m.text for m in messages if isinstance(m, HumanMessage)]
     return [t for t in texts if t.strip()][-limit:]
 
 
 class ChromaMemoryStore:
     """The :class:`~stores.base.MemoryStore` of the application: storage, recall and validated updates.
 
-    ``extractor`` proposes operations from a turn (``nodes.memory_extraction``; the offline extractor when
+    ``extractor`` proposes operations from a turn (``models.extractor``; the offline extractor when
     None); ``ttl_days`` gives memory types an expiry (e.g. ``{"episodic": 30}``, seed 003 §4.2).
     ``candidates`` is how many vector neighbours recall asks Chroma for and ``vector_weight`` their share
     of the fused score (:func:`fuse`); ``rrf_k`` is accepted for callers of the earlier rank fusion and
@@ -431,7 +429,7 @@ class ChromaMemoryStore:
         snapshot = self.snapshot(user_id, latest)
         extractor = self.extractor
         if extractor is None:
-            from nodes.memory_extraction import OfflineExtractor
+            from stores.memory.extraction import OfflineExtractor
 
             extractor = self.extractor = OfflineExtractor()
         request = ExtractionRequest(user_id, latest, tuple(texts[:-1]), tuple(snapshot))

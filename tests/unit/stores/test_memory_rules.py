@@ -8,7 +8,9 @@ from typing import Any
 
 import pytest
 
-from nodes.memory_rules import (
+from stores.audit import AuditEntry
+from stores.embeddings import HashingEmbedder
+from stores.memory.rules import (
     EXTRACTION_PROMPT,
     content_problem,
     has_forget_intent,
@@ -18,9 +20,7 @@ from nodes.memory_rules import (
     redact,
     sensitive_kinds,
 )
-from stores.audit import AuditEntry
-from stores.embeddings import HashingEmbedder
-from stores.memory import ChromaMemoryStore
+from stores.memory.store import ChromaMemoryStore
 
 
 @pytest.fixture

@@ -16,7 +16,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from nodes.memory_checks import (
+from stores.audit import AuditEntry
+from stores.base import MemoryRecord
+from stores.memory.checks import (
     LABELS,
     email_allowed,
     has_forget_intent,
@@ -24,8 +26,6 @@ from nodes.memory_checks import (
     redact,
     sensitive_kinds,
 )
-from stores.audit import AuditEntry
-from stores.base import MemoryRecord
 
 __all__ = [
     "ACTIONS",

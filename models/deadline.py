@@ -1,0 +1,65 @@
+"""A model call with a deadline: the one helper the reranker, query planning, the summarizer and memory
+extraction share.
+
+A hung HTTP call cannot be cancelled, so the call runs in a daemon thread that at least never blocks
+interpreter exit; the caller stops waiting after the deadline.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+
+T = TypeVar("T")
+
+
+class ModelTimeout(TimeoutError):
+    """The model did not answer within the allowed time."""
+
+
+def call_with_deadline(
+    fn: Callable[[], T], seconds: float, *, what: str = "the model", inherit_run: bool = True
+) -> T:
+    """``fn()`` bounded by ``seconds``; raises :class:`ModelTimeout` naming ``what`` when it is late.
+
+    ``inherit_run=True`` runs it in the caller's context, so tracing nests and tokens stream with the run;
+    background work (memory extraction) passes False so nothing it does streams into the user's answer.
+    """
+    box: dict[str, Any] = {}
+    done = threading.Event()
+    context = contextvars.copy_context() if inherit_run else contextvars.Context()
+
+    def work() -> None:
+        try:
+            box["value"] = context.run(fn)
+        except BaseException as exc:  # re-raised in the caller's thread
+            box["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=work, name="kb-agent-model-call", daemon=True).start()
+    if not done.wait(seconds):
+        raise ModelTimeout(f"{what} did not answer within {seconds:g} s")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def invoke_with_timeout(
+    model: BaseChatModel,
+    messages: list[BaseMessage],
+    timeout: float,
+    *,
+    config: dict[str, Any] | None = None,
+    inherit_run: bool = True,
+) -> AIMessage:
+    """``model.invoke(messages)`` bounded by ``timeout`` seconds, always as an ``AIMessage``."""
+    reply = call_with_deadline(
+        lambda: model.invoke(messages, config=config), timeout, inherit_run=inherit_run
+    )
+    return reply if isinstance(reply, AIMessage) else AIMessage(content=str(getattr(reply, "content", reply)))

@@ -1,0 +1,177 @@
+"""The offline extractor: explicit statements turned into proposed operations by rule, deterministically.
+
+"记住…/remember…", "忘掉…/forget…", "我喜欢…/I prefer…". It only *proposes*; the seven rules in
+``stores.memory.rules`` decide. The model-backed extractor (``models.extractor``) is injected from above.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from stores.base import MemoryRecord
+from stores.memory.rules import (
+    ExtractionRequest,
+    has_forget_intent,
+)
+from stores.text import tokenize
+
+log = logging.getLogger("kb_agent.memory")
+
+EXPLICIT_CONFIDENCE = 0.95  # "记住…" / "remember…": the user asked in so many words
+PREFERENCE_CONFIDENCE = 0.9  # "我喜欢…" / "I prefer…": a stated preference
+
+_SENTENCE_END = re.compile(r"[。！!？?\n]|\.(?:\s|$)")
+_ZH_REMEMBER = re.compile(
+    r"^(?:请|麻烦|帮我|你|要|帮忙)*(?:记住|记下|记一下|记着)(?:一下)?[:：,，\s]*(?P<body>.+)$"
+)
+_EN_REMEMBER = re.compile(
+    r"^(?:please\s+)?(?:remember|note|keep\s+in\s+mind)(?:\s+that)?\s*[:,]?\s+(?P<body>.+)$", re.I
+)
+_ZH_PREFER = re.compile(
+    r"^(?:其实|另外|还有|顺便说一下)?[，,]?(?P<body>我(?:更|比较|很|最|非常|一直|特别)?"
+    r"(?:喜欢|偏好|偏爱|倾向于|习惯|不喜欢|讨厌).+)$"
+)
+_EN_PREFER = re.compile(
+    r"^(?:also,?\s+|actually,?\s+)?(?P<body>i\s+(?:really\s+|much\s+|usually\s+|generally\s+)?"
+    r"(?:prefer|like|love|dislike|hate|don't\s+like|do\s+not\s+like)\b.+)$",
+    re.I,
+)
+_ZH_RULE = re.compile(r"^(?:以后|今后|每次|回答|总是|不要|别|请|务必)")
+_EN_RULE = re.compile(r"^(?:always|never|please|answer|reply|respond|use|don't|do not|from now on)\b", re.I)
+_ALL = re.compile(r"所有|全部|一切|everything|all\s+(?:of\s+)?(?:my\s+|your\s+|the\s+)?memor", re.I)
+_FORGET_PHRASES = (
+    "忘掉 忘记 忘了 忘却 删除 删掉 清除 清空 移除 抹掉 去掉 记忆 关于 有关 这条 那条 这个 那个 不要 再 记住 "
+    "记得 记着 以前 之前 所有 全部 一切 帮 帮我 把 用户 forget delete remove erase memory memories about "
+    "everything all don't remember anymore stop storing keeping"
+)
+
+
+def _drop_terms() -> frozenset[str]:
+    return frozenset(tokenize(_FORGET_PHRASES))
+
+
+def _first_sentence(text: str) -> tuple[str, bool]:
+    """The first sentence of ``text`` and whether it is a question."""
+    text = text.strip()
+    match = _SENTENCE_END.search(text)
+    sentence = text[: match.start()] if match else text
+    question = bool(match and match.group().strip() in {"?", "？"}) or bool(re.search(r"[吗呢]$", sentence))
+    return sentence.strip(" ，,:：;；"), question
+
+
+def _third_person_zh(body: str) -> tuple[str, str]:
+    body = re.sub(r"我(?!们)", "用户", body)
+    if body.startswith("用户"):
+        return "semantic", body
+    if _ZH_RULE.match(body):
+        return "procedural", f"用户要求：{body}"
+    return "semantic", f"用户提到：{body}"
+
+
+def _verb_s(verb: str) -> str:
+    verb = verb.lower()
+    if verb == "have":
+        return "has"
+    return verb + ("es" if verb.endswith(("s", "sh", "ch", "x", "o")) else "s")
+
+
+def _third_person_en(body: str) -> tuple[str, str]:
+    b = body.strip()
+    first = [
+        (r"^i\s+am\b|^i'm\b", lambda m: "the user is"),
+        (r"^i\s+(?:don't|do\s+not)\s+", lambda m: "the user doesn't "),
+        (r"^i\s+(?:(really|much|usually|generally)\s+)?([a-z]+)\b", None),
+        (r"^my\b", lambda m: "the user's"),
+    ]
+    for pattern, replace in first:
+        match = re.match(pattern, b, flags=re.I)
+        if not match:
+            continue
+        if replace is None:
+            adverb = f"{match.group(1).lower()} " if match.group(1) else ""
+            head = f"the user {adverb}{_verb_s(match.group(2))}"
+        else:
+            head = replace(match)
+        b = head + b[match.end() :]
+        break
+    else:
+        if _EN_RULE.match(b):
+            return "procedural", f"The user asks: {b}"
+        return "semantic", f"The user mentioned: {b}"
+    for pattern, word in (
+        (r"\bmyself\b", "themselves"),
+        (r"\bmy\b", "their"),
+        (r"\bme\b", "them"),
+        (r"\bi\b", "they"),
+    ):
+        b = re.sub(pattern, word, b, flags=re.I)
+    return "semantic", b[0].upper() + b[1:]
+
+
+def _add(memory_type: str, content: str, confidence: float) -> dict[str, Any]:
+    return {
+        "action": "ADD",
+        "type": memory_type,
+        "content": content,
+        "target_id": None,
+        "confidence": confidence,
+    }
+
+
+class OfflineExtractor:
+    """Deterministic extraction for explicit statements in the latest user message; nothing else is kept."""
+
+    def __call__(self, request: ExtractionRequest) -> dict[str, Any]:
+        text = request.latest_user_message.strip()
+        if not text:
+            return {"operations": []}
+        if has_forget_intent(text):
+            return {"operations": self.forget(text, request.existing_memories)}
+        sentence, question = _first_sentence(text)
+        zh = _ZH_REMEMBER.match(sentence)
+        en = _EN_REMEMBER.match(sentence)
+        if (zh or en) and not question:
+            body = (zh or en).group("body").strip()  # type: ignore[union-attr]
+            memory_type, content = _third_person_zh(body) if zh else _third_person_en(body)
+            return {"operations": [_add(memory_type, content, EXPLICIT_CONFIDENCE)]}
+        zh, en = _ZH_PREFER.match(sentence), _EN_PREFER.match(sentence)
+        if (zh or en) and not question:
+            body = (zh or en).group("body").strip()  # type: ignore[union-attr]
+            memory_type, content = _third_person_zh(body) if zh else _third_person_en(body)
+            return {"operations": [_add(memory_type, content, PREFERENCE_CONFIDENCE)]}
+        return {"operations": []}
+
+    @staticmethod
+    def forget(text: str, memories: Sequence[MemoryRecord]) -> list[dict[str, Any]]:
+        """DELETE the memories the request names: best keyword overlap, at least half its words."""
+        target = [t for t in tokenize(text) if t not in _drop_terms()]
+        if not target and _ALL.search(text):
+            chosen = [m for m in memories]
+        elif not target:
+            note = "a request to forget without a recognisable target"
+            return [{"action": "IGNORE", "type": None, "content": note, "target_id": None, "confidence": 0.0}]
+        else:
+            wanted = set(target)
+            overlap = {m.get("id"): len(wanted & set(tokenize(m.get("content", "")))) for m in memories}
+            best = max(overlap.values(), default=0)
+            chosen = [
+                m
+                for m in memories
+                if best >= max(1, math.ceil(len(wanted) / 2)) and overlap[m.get("id")] == best
+            ]
+        return [
+            {
+                "action": "DELETE",
+                "type": m.get("memory_type"),
+                "content": None,
+                "target_id": m.get("id"),
+                "confidence": EXPLICIT_CONFIDENCE,
+            }
+            for m in chosen
+        ]
+
+
