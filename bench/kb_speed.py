@@ -29,6 +29,7 @@ from stores.chunking import Chunk, chunk_document
 from stores.documents import LoadedDocument, Section, load
 from stores.embeddings import Embedder, HashingEmbedder, get_embedder
 from stores.knowledge import EMBED_BATCH, KnowledgeBase
+from stores.knowledge.ingest import write_batch
 from stores.manifest import FileRecord, now_iso
 
 GROUPS = ["public"]
@@ -89,11 +90,11 @@ def documents(corpus: Corpus, n_chunks: int, per_doc: int = 10) -> list[LoadedDo
 
 def bulk_load(kb: KnowledgeBase, docs: Sequence[LoadedDocument], batch: int = 2000) -> int:
     """What ``ingest`` does for new files, minus reading them and with bigger batches: chunk_document ->
-    ``KnowledgeBase._write_batch`` (embed, Chroma upsert, BM25 upsert) -> one manifest transaction."""
+    ``stores.knowledge.ingest.write_batch`` (embed, Chroma upsert, BM25 upsert) -> one manifest transaction."""
     records: list[FileRecord] = []
     pending: list[Chunk] = []
     written = 0
-    with kb.manifest.lock(), kb._bm25.batch():
+    with kb.manifest.lock(), kb.index.bm25.batch():
         for doc in docs:
             chunks = list(chunk_document(doc, GROUPS, max_tokens=kb.chunk_tokens))
             ids, hashes = [c.id for c in chunks], [c.hash for c in chunks]
@@ -103,7 +104,7 @@ def bulk_load(kb: KnowledgeBase, docs: Sequence[LoadedDocument], batch: int = 20
             )
             pending += chunks
             if len(pending) >= batch or doc is docs[-1]:
-                written += kb._write_batch(pending, GROUPS, {}, False)
+                written += write_batch(kb.index, pending, GROUPS, {}, False)
                 pending = []
         kb.manifest.apply(records, [])
         kb.manifest.set_meta(embedder=kb.embedder.name, dim=kb.embedder.dim)
@@ -185,7 +186,7 @@ def profile(embedder: Embedder, folder: Path, data: Path) -> dict[str, Any]:
     prof.runcall(kb.ingest, [folder])
     stats: dict[tuple[str, int, str], tuple[int, int, float, float, Any]] = pstats.Stats(prof).stats  # type: ignore[attr-defined]
     where = {key: f"{'/'.join(Path(key[0]).parts[-2:])}:{key[2]}" for key in stats}
-    total = max(v[3] for k, v in stats.items() if where[k] == "stores/knowledge.py:ingest")
+    total = max(v[3] for k, v in stats.items() if where[k] == "knowledge/knowledge_base.py:ingest")
     ours = [(where[k], v[3]) for k, v in stats.items() if where[k].startswith(("stores/", "models/Coll"))]
     stages: dict[str, dict[str, float]] = {}
     for name, cum in sorted(ours, key=lambda row: -row[1])[:14]:  # the project's functions and Chroma's API

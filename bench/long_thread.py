@@ -30,9 +30,9 @@ from graph.builder import default_registry
 from graph.settings import OFFLINE_MODEL, Settings
 from models import OfflineChatModel
 from models.tokens import count_tool_tokens
-from nodes.summarize import MemorySettings
+from nodes.conversation import last_human_index
+from nodes.summarize import HistoryLimits
 from nodes.tool_choice import offered_definitions
-from nodes.turn import last_human_index
 from stores.checkpoint import SQLITE_FILE
 
 THREAD = "long-thread"
@@ -101,7 +101,7 @@ def run(turns: int, prune: bool = False) -> dict[str, Any]:
     model = OfflineChatModel()
     # What the budget charges per request: the definitions offered to this (default-role) caller.
     tools = count_tool_tokens(offered_definitions(default_registry(), [], _context("")))
-    settings = MemorySettings.from_context(Settings(model=OFFLINE_MODEL), OFFLINE_MODEL)
+    settings = HistoryLimits.from_context(Settings(model=OFFLINE_MODEL), OFFLINE_MODEL)
     with tempfile.TemporaryDirectory() as warm, open_agent(_context(warm), model=model) as agent:
         agent.ask("计算 1 + 1", thread_id="warm-up")  # imports and caches outside the measured thread
     latencies: list[float] = []

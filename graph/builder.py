@@ -27,12 +27,12 @@ from graph.open_stores import RunMemory, knowledge_services, memory_store, open_
 from graph.settings import Settings
 from graph.state import InputState, State
 from nodes.agent import make_agent
+from nodes.conversation import last_human_index
 from nodes.execute_tools import make_tools
 from nodes.load_memory import make_load_memory
 from nodes.retrieve import KnowledgeSource, make_retrieve
 from nodes.summarize import make_summarize
 from nodes.tool_choice import add_find_tools
-from nodes.turn import last_human_index
 from nodes.update_memory import make_update_memory
 from stores.base import MemoryStore
 from tools.builtin import builtin_registry

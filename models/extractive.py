@@ -10,7 +10,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from stores.text import has_cjk, tokenize
+from stores.text_analysis import has_cjk, tokenize
 
 QUOTE_CHARS = 240
 

@@ -17,7 +17,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from models.extractive import answer_from_passages
 from models.intents import Step
 from models.tokens import has_cjk
-from stores.text import tokenize
+from stores.text_analysis import tokenize
 
 _STATS = re.compile(
     r"多少(?:篇|个|份)?(?:文档|文件|资料)|(?:文档|文件)(?:数量|数目|总数)|知识库.{0,8}(?:统计|状态|规模|情况)|"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from stores.memory.checks import has_forget_intent, has_remember_intent
-from stores.text import has_cjk
+from stores.text_analysis import has_cjk
 
 _PREFERENCE = re.compile(
     r"我(?:比较|更)?(?:喜欢|偏好|习惯|希望)|\bI (?:prefer|like|always want)\b", re.IGNORECASE

@@ -22,7 +22,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from models.deadline import invoke_with_timeout
 from stores.base import Passage
-from stores.text import has_cjk
+from stores.text_analysis import has_cjk
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from stores.text import estimate_tokens, has_cjk
+from stores.text_analysis import estimate_tokens, has_cjk
 
 __all__ = ["count_message_tokens", "count_tool_tokens", "estimate_tokens", "has_cjk"]
 MESSAGE_OVERHEAD = 4

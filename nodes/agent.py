@@ -23,9 +23,9 @@ from models.errors import ModelError, describe_model_error
 from models.tokens import count_message_tokens, estimate_tokens
 from nodes import prompts
 from nodes.budget import Budget
+from nodes.conversation import current_question, language, run_label, unsummarised
 from nodes.history import wire_history
 from nodes.tool_choice import offered_definitions
-from nodes.turn import current_question, language, run_label, unsummarised
 from tools.registry import ToolRegistry
 
 log = logging.getLogger("kb_agent.agent")

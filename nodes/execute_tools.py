@@ -20,7 +20,7 @@ from graph.settings import Settings
 from graph.state import State
 from nodes.agent import final_message
 from nodes.budget import Budget
-from nodes.turn import current_question, language, run_label
+from nodes.conversation import current_question, language, run_label
 from tools.approval import interrupt_approver
 from tools.executor import ToolCallRequest, ToolExecutor
 from tools.permissions import grant_for

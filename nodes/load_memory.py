@@ -10,7 +10,7 @@ from langgraph.runtime import Runtime
 from graph.context import Context, run_settings
 from graph.settings import Settings
 from graph.state import State
-from nodes.turn import current_question
+from nodes.conversation import current_question
 from stores.base import MemoryStore
 
 RECALL_TOP_K = 5

@@ -21,7 +21,7 @@ from models.deadline import ModelTimeout, invoke_with_timeout
 from models.offline import OfflineChatModel
 from models.rerank import MAX_REPLY_CHARS, parse_json_object
 from nodes import prompts
-from nodes.turn import language
+from nodes.conversation import language
 from stores.base import Passage
 from stores.fusion import rrf
 

@@ -20,13 +20,13 @@ from graph.state import State
 from models import get_chat_model
 from models.intents import find_expression
 from models.rerank import reranker_from_setting
+from nodes.conversation import current_question, last_human_index
 from nodes.query_planning import plan_queries, retrieve_planned
-from nodes.turn import current_question, last_human_index
-from stores.base import KnowledgeBase, Passage
-from stores.text import tokenize
+from stores.base import Passage, PassageSearch
+from stores.text_analysis import tokenize
 
 log = logging.getLogger("kb_agent.retrieve")
-KnowledgeSource = KnowledgeBase | Callable[[Context], KnowledgeBase | None] | None
+KnowledgeSource = PassageSearch | Callable[[Context], PassageSearch | None] | None
 
 
 def needs_retrieval(question: str) -> bool:
@@ -38,8 +38,8 @@ def needs_retrieval(question: str) -> bool:
     return expression is None or len(expression) < 0.6 * len(question.replace(" ", ""))
 
 
-def resolve_knowledge(source: KnowledgeSource, ctx: Settings) -> KnowledgeBase | None:
-    if source is None or isinstance(source, KnowledgeBase):
+def resolve_knowledge(source: KnowledgeSource, ctx: Settings) -> PassageSearch | None:
+    if source is None or isinstance(source, PassageSearch):
         return source
     return source(ctx)
 

@@ -42,9 +42,9 @@ from models.summary import extractive_summary, has_sections, summary_language
 from models.tokens import count_message_tokens, count_tool_tokens, estimate_tokens
 from nodes import prompts
 from nodes.budget import Budget
+from nodes.conversation import current_question, language, last_human_index
 from nodes.history import wire_history
 from nodes.tool_choice import offered_definitions
-from nodes.turn import current_question, language, last_human_index
 from tools.registry import ToolRegistry
 
 log = logging.getLogger("kb_agent.summarize")
@@ -82,7 +82,7 @@ def window_for(model_name: str) -> int:
 
 
 @dataclass(frozen=True)
-class MemorySettings:
+class HistoryLimits:
     """The short-term-memory limits of one run, defaults resolved (0 in the context means "auto")."""
 
     context_window: int
@@ -102,7 +102,7 @@ class MemorySettings:
         keep_recent_rounds: int = 3,
         summary_max_tokens: int = 0,
         summary_timeout: float = 60.0,
-    ) -> MemorySettings:
+    ) -> HistoryLimits:
         return cls(
             context_window=window,
             reserved_answer_tokens=reserved or min(4_096, window // 8),
@@ -113,7 +113,7 @@ class MemorySettings:
         )
 
     @classmethod
-    def from_context(cls, ctx: Settings, model_name: str | None = None) -> MemorySettings:
+    def from_context(cls, ctx: Settings, model_name: str | None = None) -> HistoryLimits:
         """From the run's context; fields the context lacks (older builds) take their defaults."""
         window = ctx.context_window or window_for(model_name or ctx.model_name)
         return cls.resolve(
@@ -152,7 +152,7 @@ def _block_tokens(lang: str, remaining: dict[str, Any], base: int, **block: Any)
 
 
 def measure(
-    settings: MemorySettings, state: State, ctx: Settings, definitions: Sequence[dict[str, Any]]
+    settings: HistoryLimits, state: State, ctx: Settings, definitions: Sequence[dict[str, Any]]
 ) -> tuple[HistoryBudget, int]:
     """The budget of the next request and the tokens its summary block takes."""
     question, _ = current_question(state.messages)
@@ -287,7 +287,7 @@ def make_summarize(
     model: BaseChatModel | None = None,
     *,
     summarizer: Summarizer | None = None,
-    settings: MemorySettings | None = None,
+    settings: HistoryLimits | None = None,
     deployment: Settings | None = None,
 ) -> Callable[[State, Runtime[Context]], dict[str, Any]]:
     """The node. ``model`` is the graph's fixed chat model (if any); ``summarizer`` and ``settings``
@@ -308,7 +308,7 @@ def make_summarize(
             return {}
         ctx = run_settings(runtime, deployment)
         name = OFFLINE_MODEL if isinstance(model, OfflineChatModel) else getattr(model, "model_name", None)
-        limits = settings or MemorySettings.from_context(ctx, name)
+        limits = settings or HistoryLimits.from_context(ctx, name)
         update: dict[str, Any] = {}
         covered, corrupt = checked_covers(messages, state.summary_covers)
         if corrupt:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from graph.settings import Settings
-from nodes.turn import current_question
+from nodes.conversation import current_question
 from stores.embeddings import EmbedderError, embedder_for
 from stores.vector_cache import CachedEmbedder
 from tools.permissions import grant_for

@@ -31,7 +31,9 @@ class MemoryRecord(TypedDict, total=False):
 
 
 @runtime_checkable
-class KnowledgeBase(Protocol):
+class PassageSearch(Protocol):
+    """Something that searches passages with the caller's permissions (``stores.knowledge.KnowledgeBase``)."""
+
     def search(self, query: str, *, user_id: str, groups: Sequence[str], top_k: int = 5) -> list[Passage]:
         """Passages the caller may see, best first."""
         ...

@@ -17,7 +17,7 @@ Why this shape:
   wait for it), and swaps in a new ``_Snapshot``; concurrent searches wait for that one rebuild.
 
 Other processes writing the same directory are not seen until ``reload()`` (the manifest's generation
-counter says when). Stored tokens come from ``stores.text.tokenize``; when ``ANALYZER_VERSION`` changes,
+counter says when). Stored tokens come from ``stores.text_analysis.tokenize``; when ``ANALYZER_VERSION`` changes,
 ``needs_reindex`` turns true and the caller must ``clear()`` and upsert every chunk again.
 """
 
@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from stores.text import ANALYZER_VERSION, tokenize
+from stores.text_analysis import ANALYZER_VERSION, tokenize
 
 if TYPE_CHECKING:
     import bm25s

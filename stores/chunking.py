@@ -12,7 +12,7 @@ from typing import Any
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from stores.documents import LoadedDocument
-from stores.text import _CJK, estimate_tokens
+from stores.text_analysis import _CJK, estimate_tokens
 
 # Coarse to fine, as regexes so that marks of one rank share a level: paragraphs, lines, sentence ends
 # (Chinese 。！？ and English ". ", "! ", "? "), clause marks, commas, words, characters. With

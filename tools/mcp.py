@@ -16,12 +16,9 @@ import asyncio
 import atexit
 import concurrent.futures
 import contextlib
-import json
 import logging
 import math
-import re
 import threading
-from collections import Counter
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from os import PathLike
@@ -33,27 +30,24 @@ from langchain_mcp_adapters.sessions import create_session
 from mcp import ClientSession, McpError
 from mcp.types import (
     CONNECTION_CLOSED,
-    AudioContent,
-    BlobResourceContents,
-    CallToolResult,
-    EmbeddedResource,
-    ImageContent,
     PaginatedRequestParams,
-    ResourceLink,
-    TextContent,
-    TextResourceContents,
 )
 from mcp.types import Tool as MCPTool
-from pydantic import ValidationError
 
 from tools.mcp_config import MCPServerConfig, load_mcp_config
+from tools.mcp_translate import (
+    StartFailure,
+    assign_tool_names,
+    describe_error,
+    failure_line,
+    object_schema,
+    result_text,
+)
 from tools.registry import ToolError, ToolRegistry, ToolSpec
 
 log = logging.getLogger("kb_agent.tools.mcp")
 
 T = TypeVar("T")
-_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
-_MAX_NAME = 64
 _MAX_PAGES = 100
 _CLOSE_GRACE = 5.0  # seconds for sessions to shut down (stdio: the SDK waits 2 s, then terminates)
 
@@ -64,10 +58,6 @@ class MCPUnavailableError(ToolError):
 
 class MCPToolError(ToolError):
     """The server ran the tool and reported a failure (``isError``), or refused the request."""
-
-
-class _StartFailure(Exception):
-    """Why a session did not come up; the message completes "MCP server 'x' ..."."""
 
 
 @dataclass(eq=False)
@@ -220,7 +210,7 @@ class MCPManager:
         listings: dict[str, list[MCPTool]] = {}
         for name, result in zip(names, results, strict=True):
             if isinstance(result, BaseException):
-                reason = str(result) if isinstance(result, _StartFailure) else f"failed: {_describe(result)}"
+                reason = str(result) if isinstance(result, StartFailure) else f"failed: {describe_error(result)}"
                 self.errors[name] = f"MCP server {name!r} {reason}"
                 log.warning("%s; its tools are not available", self.errors[name])
             else:
@@ -229,19 +219,19 @@ class MCPManager:
         return listings
 
     async def _live(self, server: str) -> _Link:
-        """The server's session, starting one if there is none; raises ``_StartFailure``."""
+        """The server's session, starting one if there is none; raises ``StartFailure``."""
         link = self._links.get(server)
         if link is None:
             config = self.servers.get(server)
             if config is None:
-                raise _StartFailure("is not configured")
+                raise StartFailure("is not configured")
             link = _Link(config, asyncio.get_running_loop().create_future())
             link.owner = asyncio.create_task(self._own(link), name=f"mcp-session-{server}")
             self._links[server] = link
         try:
             # Shielded: a call that times out while the server starts must not abort the start for others.
             await asyncio.shield(link.ready)
-        except _StartFailure:
+        except StartFailure:
             self._drop(server, link)
             raise
         return link  # if its session has ended since, the call that uses it finds out and says so
@@ -267,14 +257,14 @@ class MCPManager:
             if not link.ready.done() and (scope.cancel_called or isinstance(exc, TimeoutError)):
                 link.failure = f"did not answer {stage} within {self.connect_timeout:g} s"
             else:
-                link.failure = _failure(exc, stage, config, started=link.ready.done())
+                link.failure = failure_line(exc, stage, config, started=link.ready.done())
             log.info("MCP session with %r ended: %s", config.name, link.failure)
             if not isinstance(exc, Exception):
                 raise  # cancellation (manager shutdown) goes on up
         finally:
             link.session = None
             if not link.ready.done():
-                link.ready.set_exception(_StartFailure(link.failure or "ended before it was ready"))
+                link.ready.set_exception(StartFailure(link.failure or "ended before it was ready"))
 
     def _drop(self, server: str, link: _Link) -> None:
         if self._links.get(server) is link:
@@ -293,7 +283,7 @@ class MCPManager:
     async def _call(self, server: str, tool: str, arguments: dict[str, Any]) -> str:
         try:
             link = await self._live(server)
-        except _StartFailure as exc:
+        except StartFailure as exc:
             raise MCPUnavailableError(
                 f"MCP server {server!r} is not available: it {exc.args[0]}; it will be tried again on the next call"
             ) from None
@@ -319,9 +309,9 @@ class MCPManager:
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
             raise self._lost(server, link, "the connection closed (did the server exit?)") from None
         except (OSError, httpx.TransportError) as exc:
-            raise self._lost(server, link, _describe(exc)) from None
+            raise self._lost(server, link, describe_error(exc)) from None
         except Exception as exc:  # e.g. structured content that does not match the tool's output schema
-            raise MCPToolError(f"MCP tool {tool!r} on {server!r} failed: {_describe(exc)}") from None
+            raise MCPToolError(f"MCP tool {tool!r} on {server!r} failed: {describe_error(exc)}") from None
         if result.isError:
             detail = result_text(result) or "no message"
             raise MCPToolError(f"MCP tool {tool!r} on {server!r} reported an error: {detail}")
@@ -336,7 +326,7 @@ class MCPManager:
         for server, tools in listings.items():
             usable[server] = []
             for tool in tools:
-                schema = _object_schema(tool.inputSchema)
+                schema = object_schema(tool.inputSchema)
                 if schema is None:
                     why = f"input schema is not a JSON Schema of type 'object': {tool.inputSchema!r:.80}"
                     self.skipped[f"{server}/{tool.name}"] = why
@@ -398,89 +388,6 @@ def shared_manager(config_path: str | PathLike[str], *, connect_timeout: float =
         return manager
 
 
-# -- pure helpers -----------------------------------------------------------------------------------
-
-
-def safe_tool_name(name: str) -> str:
-    """``name`` as an OpenAI-style function name: other characters become ``_``, at most 64 long."""
-    cleaned = _UNSAFE.sub("_", name)[:_MAX_NAME]
-    return cleaned if re.search(r"[A-Za-z0-9]", cleaned) else "tool"
-
-
-def assign_tool_names(
-    listings: Mapping[str, Sequence[str]], prefixes: Mapping[str, str], existing: Iterable[str] = ()
-) -> dict[tuple[str, str], str]:
-    """Exposed names for each (server, tool): the tool's own name unless it clashes, else prefixed.
-
-    A clash (the name in two servers, or already registered) prefixes *every* tool that has it, so no
-    tool silently wins; plain names are placed first so a prefixed name can never take one of them.
-    """
-    taken = set(existing)
-    plain = {(server, tool): safe_tool_name(tool) for server, tools in listings.items() for tool in tools}
-    counts = Counter(plain.values())
-    names: dict[tuple[str, str], str] = {}
-    clashing: list[tuple[str, str]] = []
-    for key, name in plain.items():
-        if counts[name] > 1 or name in taken:
-            clashing.append(key)
-        else:
-            names[key] = name
-            taken.add(name)
-    for server, tool in clashing:
-        prefix = safe_tool_name(prefixes.get(server, server))
-        name = _unique(safe_tool_name(f"{prefix}_{plain[server, tool]}"), taken)
-        names[server, tool] = name
-        taken.add(name)
-    return {key: names[key] for key in plain}
-
-
-def _unique(name: str, taken: set[str]) -> str:
-    if name not in taken:
-        return name
-    for n in range(2, 10_000):
-        suffix = f"_{n}"
-        candidate = name[: _MAX_NAME - len(suffix)] + suffix
-        if candidate not in taken:
-            return candidate
-    raise ValueError(f"no free tool name for {name!r}")
-
-
-def result_text(result: CallToolResult) -> str:
-    """What the model reads: text parts joined; structured content as JSON when there is no text."""
-    parts = [text for block in result.content if (text := _block_text(block))]
-    has_text = any(isinstance(b, TextContent | EmbeddedResource) for b in result.content)
-    if result.structuredContent is not None and not has_text:
-        parts.insert(0, json.dumps(result.structuredContent, ensure_ascii=False, default=str))
-    return "\n".join(parts)
-
-
-def _block_text(block: Any) -> str:
-    if isinstance(block, TextContent):
-        return block.text
-    if isinstance(block, EmbeddedResource):
-        resource = block.resource
-        if isinstance(resource, TextResourceContents):
-            return resource.text
-        if isinstance(resource, BlobResourceContents):
-            return f"[binary resource {resource.uri}, {resource.mimeType or 'unknown type'}]"
-    if isinstance(block, ImageContent | AudioContent):
-        kind = "image" if isinstance(block, ImageContent) else "audio"
-        return f"[{kind}: {block.mimeType}, {len(block.data) * 3 // 4} bytes, not shown]"
-    if isinstance(block, ResourceLink):
-        return f"[resource link: {block.name} {block.uri}]"
-    return f"[{getattr(block, 'type', type(block).__name__)} content, not shown]"
-
-
-def _object_schema(schema: Any) -> dict[str, Any] | None:
-    """The tool's input schema with ``"type": "object"`` made explicit; None when it is not an object."""
-    if not isinstance(schema, dict):
-        return None
-    kind = schema.get("type", "object")
-    if kind != "object" or not isinstance(schema.get("properties", {}), dict):
-        return None
-    return {**schema, "type": "object"}
-
-
 async def _list_tools(session: ClientSession) -> list[MCPTool]:
     tools: list[MCPTool] = []
     cursor: str | None = None
@@ -491,40 +398,7 @@ async def _list_tools(session: ClientSession) -> list[MCPTool]:
         cursor = page.nextCursor
         if not cursor:
             return tools
-    raise _StartFailure(f"paged tools/list more than {_MAX_PAGES} times")
-
-
-def _failure(exc: BaseException, stage: str, config: MCPServerConfig, *, started: bool) -> str:
-    """One line on why a session failed or ended, for ``errors`` and the model."""
-    leaf = _leaf(exc)
-    if isinstance(leaf, _StartFailure):
-        return str(leaf)
-    if isinstance(leaf, ValidationError) and stage == "tools/list":
-        first = str(leaf).splitlines()[0]
-        return f"sent a malformed tools/list reply ({first})"
-    if isinstance(leaf, McpError) and leaf.error.code == CONNECTION_CLOSED and not started:
-        if config.transport == "stdio":
-            return f"closed the connection during {stage}: the process exited (see its stderr)"
-        return f"closed the connection during {stage}"
-    if isinstance(leaf, httpx.ConnectError):
-        return f"could not be reached at {config.url}: {leaf}"
-    if isinstance(leaf, OSError) and stage == "start" and config.transport == "stdio":
-        return f"could not start {config.command!r}: {leaf}"
-    return f"failed during {stage}: {_describe(leaf)}" if not started else _describe(leaf)
-
-
-def _leaf(exc: BaseException) -> BaseException:
-    """The first real cause inside anyio's exception groups (cancellations are only the echo)."""
-    while isinstance(exc, BaseExceptionGroup):
-        inner = [e for e in exc.exceptions if not isinstance(e, asyncio.CancelledError)]
-        exc = (inner or list(exc.exceptions))[0]
-    return exc
-
-
-def _describe(exc: BaseException) -> str:
-    leaf = _leaf(exc)
-    text = str(leaf).strip().splitlines()[0] if str(leaf).strip() else ""
-    return f"{type(leaf).__name__}: {text}" if text else type(leaf).__name__
+    raise StartFailure(f"paged tools/list more than {_MAX_PAGES} times")
 
 
 def _observed(task: asyncio.Future[Any]) -> None:

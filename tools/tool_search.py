@@ -5,7 +5,7 @@ look-alike tools chooses worse. ``ToolSearch`` ranks a catalog against the reque
 the ranking into the per-turn set to bind; the ``find_tools`` meta-tool lets the model ask for more when
 nothing bound fits, and ``loaded_from_messages`` carries what it found into the next round.
 
-Ranking is hybrid, like the knowledge base's (SPEC §6): BM25 over ``stores.text.tokenize`` (so Chinese is
+Ranking is hybrid, like the knowledge base's (SPEC §6): BM25 over ``stores.text_analysis.tokenize`` (so Chinese is
 segmented) and, with an embedder, cosine over embeddings, fused by rank (``stores.fusion.rrf``). Domains
 are scored the same way against the request and the tools of the best ones get a third, lighter ranking,
 so "订一张去成都的机票" favours travel tools even when a word also fits maps or finance. Permissions filter
@@ -28,7 +28,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from stores.embeddings import Embedder
 from stores.fusion import rrf
-from stores.text import tokenize
+from stores.text_analysis import tokenize
 from tools.registry import ToolContext, ToolError, ToolRegistry, ToolSpec
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ from stores.memory.rules import (
     ExtractionRequest,
     has_forget_intent,
 )
-from stores.text import tokenize
+from stores.text_analysis import tokenize
 
 log = logging.getLogger("kb_agent.memory")
 

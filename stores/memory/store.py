@@ -36,7 +36,7 @@ from stores.memory.rules import (
     apply_operations,
     normalise_content,
 )
-from stores.text import tokenize
+from stores.text_analysis import tokenize
 
 log = logging.getLogger("kb_agent.memory")
 COLLECTION = "memories"

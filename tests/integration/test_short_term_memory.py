@@ -34,7 +34,7 @@ from nodes.agent import make_agent
 from nodes.execute_tools import make_tools
 from nodes.load_memory import make_load_memory
 from nodes.retrieve import make_retrieve
-from nodes.summarize import MemorySettings, Summarizer, full_history, make_summarize
+from nodes.summarize import HistoryLimits, Summarizer, full_history, make_summarize
 from nodes.tool_choice import offered_definitions
 from nodes.update_memory import make_update_memory
 from stores.checkpoint import open_checkpointer
@@ -44,7 +44,7 @@ from tools.registry import ToolRegistry
 
 ROOT = Path(__file__).resolve().parents[2]
 # Tight limits so a short thread folds: history budget ≈ 1,800 − 225 − 90 − prompt − tools − question.
-TIGHT = MemorySettings.resolve(1_800, keep_recent_rounds=2, summary_max_tokens=300)
+TIGHT = HistoryLimits.resolve(1_800, keep_recent_rounds=2, summary_max_tokens=300)
 
 
 def _after_tools(state: State) -> Literal["summarize", "update_memory"]:
@@ -57,7 +57,7 @@ def build_stm_graph(
     model: BaseChatModel | None = None,
     registry: ToolRegistry | None = None,
     summarizer: Summarizer | None = None,
-    settings: MemorySettings | None = None,
+    settings: HistoryLimits | None = None,
 ) -> CompiledStateGraph:
     """graph/builder.py's wiring with ``summarize`` before each ``agent`` round (as in the patch)."""
     registry = registry if registry is not None else default_registry()
@@ -133,7 +133,7 @@ def _question(i: int) -> str:
 def test_200_offline_turns_keep_every_request_within_the_budget() -> None:
     registry = default_registry()
     graph = build_stm_graph(InMemorySaver(), registry=registry)
-    limits = MemorySettings.from_context(Settings())
+    limits = HistoryLimits.from_context(Settings())
     tools = count_tool_tokens(offered_definitions(registry, [], Settings()))  # what this caller is sent
     requests = Requests()
     config = {"configurable": {"thread_id": "long"}}

@@ -31,7 +31,7 @@ from nodes.budget import Budget
 from nodes.history import wire_history
 from nodes.summarize import (
     HistoryBudget,
-    MemorySettings,
+    HistoryLimits,
     checked_covers,
     checked_summary,
     make_summarize,
@@ -64,7 +64,7 @@ def test_context_window_defaults_per_model_family(name: str, window: int) -> Non
 
 
 def test_input_budget_is_window_minus_answer_minus_margin() -> None:
-    offline = MemorySettings.from_context(Settings())
+    offline = HistoryLimits.from_context(Settings())
     assert (offline.context_window, offline.reserved_answer_tokens, offline.safety_margin_tokens) == (
         4096,
         512,
@@ -72,9 +72,9 @@ def test_input_budget_is_window_minus_answer_minus_margin() -> None:
     )
     assert offline.input_budget == 4096 - 512 - 204
     assert (offline.keep_recent_rounds, offline.summary_max_tokens) == (3, 512)
-    big = MemorySettings.from_context(Settings(model="gpt-4o", api_key_env="NOPE"))
+    big = HistoryLimits.from_context(Settings(model="gpt-4o", api_key_env="NOPE"))
     assert big.input_budget == 128_000 - 4_096 - 4_096
-    assert MemorySettings.from_context(Settings(context_window=10_000)).input_budget == 10_000 - 1_250 - 500
+    assert HistoryLimits.from_context(Settings(context_window=10_000)).input_budget == 10_000 - 1_250 - 500
 
 
 def test_context_fields_override_every_default() -> None:
@@ -85,7 +85,7 @@ def test_context_fields_override_every_default() -> None:
         keep_recent_rounds=5,
         summary_max_tokens=700,
     )
-    s = MemorySettings.from_context(settings)
+    s = HistoryLimits.from_context(settings)
     assert (s.reserved_answer_tokens, s.safety_margin_tokens, s.keep_recent_rounds, s.summary_max_tokens) == (
         1_000,
         300,
@@ -110,7 +110,7 @@ def test_measured_parts_add_up_to_the_request_the_agent_sends() -> None:
         memories=[{"memory_type": "semantic", "content": "用户喜欢简洁的中文回答"}],
     )
     ctx = Settings()
-    accounts, summary_tokens = measure(MemorySettings.from_context(ctx), state, ctx, registry.definitions())
+    accounts, summary_tokens = measure(HistoryLimits.from_context(ctx), state, ctx, registry.definitions())
     budget = Budget.from_context(ctx)
     system = prompts.system_prompt(
         "zh",
@@ -200,7 +200,7 @@ def test_folding_never_splits_a_round_or_a_tool_call_from_its_results(
     tools: list[int], sizes: list[int], window: int, keep: int
 ) -> None:
     messages = _conversation(tools, sizes[: len(tools)])
-    limits = MemorySettings.resolve(window, keep_recent_rounds=keep, summary_max_tokens=150)
+    limits = HistoryLimits.resolve(window, keep_recent_rounds=keep, summary_max_tokens=150)
     update, after = _run(State(messages=messages), settings=limits)
     original_ids = [m.id for m in messages]
     kept_ids = [m.id for m in after]
@@ -224,7 +224,7 @@ def test_under_budget_nothing_changes() -> None:
 
 def test_over_budget_the_oldest_rounds_fold_and_three_stay_verbatim() -> None:
     messages = _conversation([1] * 10, [60] * 10)
-    update, after = _run(State(messages=messages), settings=MemorySettings.resolve(3_000))
+    update, after = _run(State(messages=messages), settings=HistoryLimits.resolve(3_000))
     assert len(split_rounds(after)) == 4  # three recent rounds + the current one
     assert update["summary_covers"] == messages[len(messages) - len(after) - 1].id
     assert "calculator(0+0) → 0" in update["summary"]
@@ -260,7 +260,7 @@ def _failing(kind: str) -> Any:
 @pytest.mark.parametrize("kind", ["raise", "none", "sleep"])
 def test_a_failing_summary_model_keeps_the_old_summary_and_every_message(kind: str) -> None:
     messages = _conversation([1] * 8, [80] * 8)
-    limits = dataclasses.replace(MemorySettings.resolve(1_500), summary_timeout=0.3)
+    limits = dataclasses.replace(HistoryLimits.resolve(1_500), summary_timeout=0.3)
     started = time.perf_counter()
     update, after = _run(
         State(messages=messages, summary="已讨论：\n- 旧的\n已决定：\n- （无）\n已完成：\n- （无）"),
@@ -279,7 +279,7 @@ def test_a_failed_summary_is_tried_once_per_turn_not_once_per_model_round() -> N
         raise RuntimeError("endpoint down")
 
     state = State(messages=_conversation([1] * 8, [80] * 8))
-    node = make_summarize(builtin_registry(), summarizer=failing, settings=MemorySettings.resolve(1_500))
+    node = make_summarize(builtin_registry(), summarizer=failing, settings=HistoryLimits.resolve(1_500))
     assert node(state, Runtime(context=Settings())) == {}
     assert node(state, Runtime(context=Settings())) == {}
     assert len(calls) == 1

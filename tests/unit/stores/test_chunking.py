@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from stores import chunking
 from stores.chunking import Chunk, chunk_document
 from stores.documents import LoadedDocument, Section, load
-from stores.text import estimate_tokens
+from stores.text_analysis import estimate_tokens
 from tests.fixtures.docs import make_pdf
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "docs"

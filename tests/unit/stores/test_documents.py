@@ -19,7 +19,7 @@ from pypdf import PdfReader, PdfWriter
 from stores import documents
 from stores.chunking import chunk_document
 from stores.documents import DocumentError, LoadedDocument, Section, discover, load, read_groups
-from stores.text import estimate_tokens
+from stores.text_analysis import estimate_tokens
 from tests.fixtures.docs import make_pdf
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "docs"

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stores.base import KnowledgeBase as KnowledgeBaseProtocol
+from stores.base import PassageSearch
 from stores.chroma import EmbeddingMismatchError
 from stores.embeddings import HashingEmbedder
 from stores.knowledge import (
@@ -84,7 +84,7 @@ def kb(tmp_path: Path, embedder: CountingEmbedder) -> KnowledgeBase:
 
 
 def test_layout_and_protocol(tmp_path: Path, kb: KnowledgeBase) -> None:
-    assert isinstance(kb, KnowledgeBaseProtocol)
+    assert isinstance(kb, PassageSearch)
     assert kb.kb_dir == tmp_path / "data" / "knowledge"
     assert (kb.kb_dir / "manifest.sqlite3").exists() and (kb.kb_dir / "bm25").is_dir()
     assert (tmp_path / "data" / "chroma").is_dir()
@@ -464,7 +464,7 @@ def test_repair_and_rebuild_bm25(tmp_path: Path, kb: KnowledgeBase) -> None:
     kb.ingest([tmp_path / "docs"])
     assert kb.rebuild_bm25() == 4
     assert [p["id"] for p in kb.search("merger", mode="bm25")] == ["plan.md#0"]
-    kb._collection.delete(ids=["handbook.md#1"])  # a crash between the stores
+    kb.index.collection.delete(ids=["handbook.md#1"])  # a crash between the stores
     assert kb.repair() == 1
     assert assert_consistent(kb) == {"plan.md#0"}
     assert kb.ingest([tmp_path / "docs"]).added == ["handbook.md"]  # re-indexed on the next ingest
@@ -536,10 +536,10 @@ def test_a_restricted_caller_gets_the_exact_top_n_of_their_groups(
     kb.ingest([tmp_path / "pub"], groups=["public"])
     kb.ingest([tmp_path / "hr"], groups=["hr"])
     vector = kb.embedder.embed_query("merger plan revenue")
-    exact = kb._collection.query(
+    exact = kb.index.collection.query(
         query_embeddings=[vector], n_results=5, where=group_filter(["hr"]), include=["distances"]
     )["ids"][0]
-    hits, _cut = kb._vector_candidates("merger plan revenue", ["hr"], 5)
+    hits, _cut = kb.searcher.vector_candidates("merger plan revenue", ["hr"], 5)
     assert [cid for cid, _ in hits] == exact
     assert all(cid.startswith("h") for cid, _ in hits) and len(hits) == min(5, restricted_docs)
 

@@ -13,7 +13,7 @@ from mcp.types import (
     TextContent,
 )
 
-from tools.mcp import assign_tool_names, result_text, safe_tool_name
+from tools.mcp_translate import assign_tool_names, result_text, safe_tool_name
 
 VALID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 

@@ -8,7 +8,7 @@ import threading
 import jieba
 import pytest
 
-from stores.text import EN_STOP_WORDS, ZH_STOP_WORDS, stem, tokenize, tokenize_many
+from stores.text_analysis import EN_STOP_WORDS, ZH_STOP_WORDS, stem, tokenize, tokenize_many
 
 
 def test_chinese_uses_precise_mode_without_overlapping_tokens() -> None:
@@ -109,7 +109,7 @@ def test_tokenize_many() -> None:
 
 
 def test_concurrent_first_use_is_safe(monkeypatch: pytest.MonkeyPatch) -> None:
-    import stores.text as text
+    import stores.text_analysis as text
 
     monkeypatch.setattr(text, "_jieba_cut", None)  # force the lazy initialisation again
     results: list[list[str]] = []

