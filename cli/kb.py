@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -174,21 +175,47 @@ def _beir_index(folder: Path, ctx: Settings) -> tuple[Any, list[Any], list[str],
     return kb, queries, problems, id_map
 
 
+def visible_labels(kb: Any, queries: Any, groups: Sequence[str]) -> tuple[Any, list[str]]:
+    """The test set with labels outside ``groups`` dropped, and a warning per query that lost any."""
+    from stores.evaluation import EvalQuery, QuerySet
+
+    labelled = sorted({cid for q in queries for cid in q.relevant})
+    visible = {p["id"] for p in kb.get(labelled, groups=groups)} if labelled else set()
+    kept, problems = QuerySet(), []
+    for q in queries:
+        relevant = {cid: g for cid, g in q.relevant.items() if cid in visible}
+        dropped = len(q.relevant) - len(relevant)
+        if not any(g >= 1 for g in relevant.values()):
+            problems.append(f"query {q.qid!r}: no relevant chunk your groups may see; skipped")
+            continue
+        if dropped:
+            problems.append(f"query {q.qid!r}: {dropped} label(s) outside your groups dropped")
+        kept.append(EvalQuery(q.qid, q.text, relevant, q.type))
+    return kept, problems
+
+
 def evaluate(
     dataset: Path = typer.Argument(
         ..., help="A BEIR folder (corpus.jsonl, queries.jsonl, qrels/test.tsv) or a JSON test set."
     ),
     modes: str = typer.Option("bm25,vector,hybrid", "--modes"),
     k: int = typer.Option(10, "--k", min=1, max=1000),
+    groups: str | None = typer.Option(
+        None, "--groups", "-g", help="Evaluate as a caller with these groups (default KB_AGENT_GROUPS)."
+    ),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Recall@K, Precision@K, MRR, nDCG@K and latency per retrieval mode, side by side."""
+    """Recall@K, Precision@K, MRR, nDCG@K and latency per retrieval mode, side by side.
+
+    Against the knowledge base, only what the caller's groups may see is searched and scored: labels that
+    point at chunks outside them are dropped, with a warning.
+    """
     from stores.evaluation import evaluate_modes, load_seed_testset
 
     chosen = _modes(modes, eval_modes=True)
     if not dataset.exists():
         _fail(f"no such dataset: {dataset}", 2)
-    ctx = Settings()
+    ctx = _context(None, groups)
     if dataset.is_dir():
         kb, queries, problems, id_map = _beir_index(dataset, ctx)
 
@@ -201,11 +228,14 @@ def evaluate(
             _fail("the knowledge base is empty: ingest documents before evaluating a test set against it")
         queries = load_seed_testset(dataset)
         problems = list(getattr(queries, "problems", []))
+        queries, hidden = visible_labels(kb, queries, ctx.group_list)
+        problems += hidden
 
         def to_doc(chunk_id: str) -> str:
             return chunk_id
 
-    every_group = list(kb.stats().get("groups") or ["public"])  # evaluation sees the whole index
+    # A BEIR index is the eval's own (every document public); the user's is seen as the caller sees it.
+    every_group = list(kb.stats().get("groups") or ["public"]) if dataset.is_dir() else list(ctx.group_list)
     calls = [0]  # model (or /rerank endpoint) calls made by the modes that use one
     reranker = _eval_reranker(ctx, calls) if RERANKED in chosen else None
 

@@ -63,3 +63,28 @@ def test_bad_modes_are_clear(beir: Path) -> None:
     assert unknown.exit_code == 2 and "unknown mode fuzzy" in unknown.output
     no_reranker = CliRunner().invoke(app, ["eval", str(beir), "--modes", "hybrid+rerank"])
     assert no_reranker.exit_code == 2 and "KB_AGENT_RERANKER" in no_reranker.output
+
+
+def test_eval_against_the_knowledge_base_scores_only_what_the_caller_may_see(
+    kb_home: Path, tmp_path: Path
+) -> None:
+    testset = tmp_path / "set.json"
+    testset.write_text(
+        json.dumps(
+            [
+                {"question": "RAG 是什么", "relevant_chunk_ids": ["rag.md#0"]},
+                {"question": "高级工程师的年薪范围", "relevant_chunk_ids": ["salary.md#0"]},
+                {"question": "RAG 和薪资", "relevant_chunk_ids": ["rag.md#0", "salary.md#0"]},
+            ]
+        ),
+        encoding="utf-8",
+    )
+    public = CliRunner().invoke(app, ["eval", str(testset), "--modes", "bm25", "--json"])
+    assert public.exit_code == 0, public.output
+    assert "no relevant chunk your groups may see; skipped" in public.output
+    assert "1 label(s) outside your groups dropped" in public.output
+    scored = json.loads(public.stdout[public.stdout.index("{") :])
+    assert scored["bm25"]["queries"] == 2  # the hr-only question is not evaluated for a public caller
+    hr = CliRunner().invoke(app, ["eval", str(testset), "--modes", "bm25", "--json", "--groups", "hr"])
+    assert hr.exit_code == 0, hr.output
+    assert json.loads(hr.stdout[hr.stdout.index("{") :])["bm25"]["queries"] == 3
