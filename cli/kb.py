@@ -30,11 +30,12 @@ def _fail(message: str, code: int = 1) -> None:
 
 
 RERANKED = "hybrid+rerank"  # eval only: hybrid candidates reordered by the configured reranker
+DECOMPOSED = "hybrid+decompose"  # eval only: the model splits the question, sub-queries fused by RRF
 
 
 def _modes(text: str, *, eval_modes: bool = False) -> list[str]:
     modes = [m.strip() for m in text.split(",") if m.strip()]
-    known = (*MODES, RERANKED) if eval_modes else MODES
+    known = (*MODES, RERANKED, DECOMPOSED) if eval_modes else MODES
     unknown = [m for m in modes if m not in known]
     if unknown or not modes:
         _fail(f"unknown mode {', '.join(unknown) or '(none)'}: use {', '.join(known)}", 2)
@@ -175,12 +176,22 @@ def _beir_index(folder: Path, ctx: Settings) -> tuple[Any, list[Any], list[str],
     return kb, queries, problems, id_map
 
 
-def visible_labels(kb: Any, queries: Any, groups: Sequence[str]) -> tuple[Any, list[str]]:
-    """The test set with labels outside ``groups`` dropped, and a warning per query that lost any."""
+def visible_labels(
+    kb: Any, queries: Any, groups: Sequence[str], *, by_file: bool = False
+) -> tuple[Any, list[str]]:
+    """The test set with labels outside ``groups`` dropped, and a warning per query that lost any.
+
+    Labels are chunk ids, or with ``by_file`` source files (checked against the manifest's groups).
+    """
     from stores.evaluation import EvalQuery, QuerySet
 
     labelled = sorted({cid for q in queries for cid in q.relevant})
-    visible = {p["id"] for p in kb.get(labelled, groups=groups)} if labelled else set()
+    if by_file:
+        seen = {*groups, "public"}
+        records = kb.manifest.records()
+        visible = {src for src, r in records.items() if seen & set(r.groups or ["public"])}
+    else:
+        visible = {p["id"] for p in kb.get(labelled, groups=groups)} if labelled else set()
     kept, problems = QuerySet(), []
     for q in queries:
         relevant = {cid: g for cid, g in q.relevant.items() if cid in visible}
@@ -202,6 +213,9 @@ def evaluate(
     k: int = typer.Option(10, "--k", min=1, max=1000),
     groups: str | None = typer.Option(
         None, "--groups", "-g", help="Evaluate as a caller with these groups (default KB_AGENT_GROUPS)."
+    ),
+    per_query: bool = typer.Option(
+        False, "--per-query", help="Also list every question: its ranks, hits and misses, failures first."
     ),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
@@ -228,16 +242,25 @@ def evaluate(
             _fail("the knowledge base is empty: ingest documents before evaluating a test set against it")
         queries = load_seed_testset(dataset)
         problems = list(getattr(queries, "problems", []))
-        queries, hidden = visible_labels(kb, queries, ctx.group_list)
+        by_file = bool(queries) and all("#" not in cid for q in queries for cid in q.relevant)
+        if by_file:
+            problems.append("the labels name source files, not chunks: scoring at file level")
+        queries, hidden = visible_labels(kb, queries, ctx.group_list, by_file=by_file)
         problems += hidden
 
         def to_doc(chunk_id: str) -> str:
-            return chunk_id
+            return chunk_id.rsplit("#", 1)[0] if by_file else chunk_id
 
     # A BEIR index is the eval's own (every document public); the user's is seen as the caller sees it.
     every_group = list(kb.stats().get("groups") or ["public"]) if dataset.is_dir() else list(ctx.group_list)
     calls = [0]  # model (or /rerank endpoint) calls made by the modes that use one
     reranker = _eval_reranker(ctx, calls) if RERANKED in chosen else None
+    planner = _eval_planner(ctx, calls) if DECOMPOSED in chosen else None
+    if DECOMPOSED in chosen and planner is None:
+        chosen.remove(DECOMPOSED)
+        problems.append(f"{DECOMPOSED} skipped: the offline model does not decompose questions (configure an endpoint)")
+        if not chosen:
+            _fail(f"nothing to evaluate: {DECOMPOSED} needs a model endpoint", 2)
 
     def search_ids(mode: str, text: str, limit: int) -> list[tuple[str, float]]:
         best: dict[str, float] = {}
@@ -246,6 +269,9 @@ def evaluate(
             pool = kb.search(text, groups=every_group, top_k=max(limit, ctx.candidates), mode="hybrid")
             hits = [(p["id"], float(p.get("score", 0.0))) for p in reranker.rerank(text, pool, limit * 3)]
             ranked = [(cid, float(len(hits) - i)) for i, (cid, _) in enumerate(hits)]  # the reranker's order
+        elif mode == DECOMPOSED:
+            assert planner is not None
+            ranked = planner(text, lambda query: kb.search(query, groups=every_group, top_k=limit * 3))
         else:
             ranked = kb.search_ids(text, groups=every_group, k=limit * 3, mode=mode)
         for chunk_id, score in ranked:
@@ -253,21 +279,62 @@ def evaluate(
             best[doc] = max(best.get(doc, float("-inf")), score)
         return sorted(best.items(), key=lambda item: -item[1])[:limit]
 
-    results = evaluate_modes(search_ids, queries, chosen, k, model_calls=lambda: calls[0])
+    results = evaluate_modes(
+        search_ids, queries, chosen, k, model_calls=lambda: calls[0], details=per_query
+    )
     for problem in problems:
         err.print(f"[yellow]warning:[/yellow] {escape(str(problem))}")
     if as_json:
         typer.echo(json.dumps(results, ensure_ascii=False, indent=2))
         return
     table = Table("metric", *chosen)
-    metrics = [key for key in next(iter(results.values())) if key != "queries"]
+    metrics = [key for key, v in next(iter(results.values())).items() if key != "queries" and not isinstance(v, dict)]
     for metric in metrics:
         table.add_row(metric, *(_cell(results[m][metric]) for m in chosen))
     out.print(table)
+    _print_breakdowns(results, chosen, k)
+
+
+def _print_breakdowns(results: dict[str, dict[str, Any]], modes: list[str], k: int) -> None:
+    """Means per test-set ``type``, and with ``--per-query`` every question, worst first."""
+    ndcg = f"ndcg@{k}"
+    first = results[modes[0]]
+    if "by_type" in first:
+        table = Table("type", "queries", *(f"{m} {ndcg}" for m in modes))
+        for kind, row in first["by_type"].items():
+            table.add_row(kind, str(row["queries"]), *(_cell(results[m]["by_type"][kind][ndcg]) for m in modes))
+        out.print(table)
+    for mode in modes if "per_query" in first else ():
+        table = Table("query", "type", ndcg, "hits (rank)", "misses", title=f"per query: {mode}")
+        rows = sorted(results[mode]["per_query"].items(), key=lambda item: item[1][ndcg])
+        for _qid, row in rows:
+            hits = ", ".join(f"{doc}@{rank}" for doc, rank in row["ranks"].items() if rank is not None)
+            misses = ", ".join(doc for doc, rank in row["ranks"].items() if rank is None)
+            question = row["question"] if len(row["question"]) <= 60 else row["question"][:59] + "…"
+            table.add_row(escape(question), row["type"], _cell(row[ndcg]), escape(hits), escape(misses))
+        out.print(table)
 
 
 def _cell(value: Any) -> str:
     return f"{value:.4f}" if isinstance(value, float) else str(value)
+
+
+def _eval_planner(ctx: Settings, calls: list[int]) -> Any:
+    """Decompose-then-fuse search for ``hybrid+decompose``, counting model calls; None offline."""
+    from models import OfflineChatModel, get_chat_model
+    from nodes.query_planning import plan_queries, retrieve_planned
+
+    model = get_chat_model(ctx)
+    if isinstance(model, OfflineChatModel):
+        return None
+
+    def ranked(text: str, search: Any) -> list[tuple[str, float]]:
+        plan = plan_queries(text, [], model, rewrite=False, decompose=True, timeout=ctx.model_timeout)
+        calls[0] += plan.model_calls
+        fused = retrieve_planned(plan, search, rrf_k=ctx.rrf_k, top_k=ctx.candidates)
+        return [(p["id"], float(p.get("score", 0.0))) for p in fused]
+
+    return ranked
 
 
 def _eval_reranker(ctx: Settings, calls: list[int]) -> Any:

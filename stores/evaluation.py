@@ -227,6 +227,16 @@ def evaluate(run: Run, queries: Sequence[EvalQuery], k: int) -> dict[str, float]
     return {name: float(np.mean([s[name] for s in scores.values()])) for name in names}
 
 
+def relevant_ranks(ranking: Sequence[str], relevant: Mapping[str, int]) -> dict[str, int | None]:
+    """Where each relevant document landed (1-based) in the returned list; None when it was missed."""
+    where = {doc: rank for rank, doc in enumerate(_ranked(ranking, None), start=1)}
+    return {doc: where.get(doc) for doc, grade in relevant.items() if grade >= 1}
+
+
+def _means(rows: Sequence[Mapping[str, float]], names: Sequence[str]) -> dict[str, float]:
+    return {name: float(np.mean([r[name] for r in rows])) if rows else 0.0 for name in names}
+
+
 def evaluate_modes(
     search_ids: Callable[[str, str, int], list[tuple[str, float]]],
     queries: Sequence[EvalQuery],
@@ -234,12 +244,16 @@ def evaluate_modes(
     k: int,
     *,
     model_calls: Callable[[], int] | None = None,
+    details: bool = False,
 ) -> dict[str, dict[str, Any]]:
     """Run ``search_ids(mode, query_text, k)`` for every query and mode; metrics side by side.
 
     Per mode: the :func:`evaluate` means plus ``p50_ms``/``p95_ms`` latency, ``queries``, ``errors``
-    (searches that raised; scored as empty) and, given a ``model_calls`` counter, the calls it spent.
+    (searches that raised; scored as empty) and, given a ``model_calls`` counter, the calls it spent. When
+    the test set has ``type``s, ``by_type`` holds the means per type; ``details=True`` adds ``per_query``:
+    every query's metrics and the rank of each relevant document (None: missed).
     """
+    names = [f"ndcg@{k}", f"recall@{k}", f"precision@{k}", "mrr"]
     table: dict[str, dict[str, Any]] = {}
     for mode in modes:
         run: dict[str, list[tuple[str, float]]] = {}
@@ -254,12 +268,30 @@ def evaluate_modes(
                 errors += 1
                 log.warning("eval %s: query %s failed: %s", mode, q.qid, exc)
             latencies.append((time.perf_counter() - started) * 1000)
-        row: dict[str, Any] = evaluate(run, queries, k)
+        scores = per_query(run, queries, k)
+        row: dict[str, Any] = _means(list(scores.values()), names)
         row["p50_ms"] = float(np.percentile(latencies, 50)) if latencies else 0.0
         row["p95_ms"] = float(np.percentile(latencies, 95)) if latencies else 0.0
         row["queries"] = len(queries)
         row["errors"] = errors
         if model_calls:
             row["model_calls"] = model_calls() - calls_before
+        types = sorted({q.type for q in queries if q.type})
+        if types:
+            row["by_type"] = {
+                t: {**_means([scores[q.qid] for q in queries if q.type == t], names),
+                    "queries": sum(1 for q in queries if q.type == t)}
+                for t in types
+            }
+        if details:
+            row["per_query"] = {
+                q.qid: {
+                    "question": q.text,
+                    "type": q.type,
+                    **scores[q.qid],
+                    "ranks": relevant_ranks([doc for doc, _ in run.get(q.qid, ())], q.relevant),
+                }
+                for q in queries
+            }
         table[mode] = row
     return table

@@ -88,3 +88,59 @@ def test_eval_against_the_knowledge_base_scores_only_what_the_caller_may_see(
     hr = CliRunner().invoke(app, ["eval", str(testset), "--modes", "bm25", "--json", "--groups", "hr"])
     assert hr.exit_code == 0, hr.output
     assert json.loads(hr.stdout[hr.stdout.index("{") :])["bm25"]["queries"] == 3
+
+
+def _testset(path: Path, items: list[dict]) -> Path:
+    path.write_text(json.dumps(items, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+def test_per_query_lists_ranks_hits_and_misses_worst_first_and_types_break_down(
+    kb_home: Path, tmp_path: Path
+) -> None:
+    testset = _testset(
+        tmp_path / "set.json",
+        [
+            {"question": "RAG 检索增强生成", "relevant_chunk_ids": ["rag.md#0"], "type": "definition"},
+            {"question": "completely unrelated zebra", "relevant_chunk_ids": ["agents.md#0"], "type": "other"},
+        ],
+    )
+    result = CliRunner().invoke(app, ["eval", str(testset), "--modes", "bm25", "--json", "--per-query"])
+    assert result.exit_code == 0, result.output
+    row = json.loads(result.stdout[result.stdout.index("{") :])["bm25"]
+    assert set(row["by_type"]) == {"definition", "other"} and row["by_type"]["other"]["queries"] == 1
+    found, missed = row["per_query"]["q1"], row["per_query"]["q2"]
+    assert found["ranks"] == {"rag.md#0": 1} and missed["ranks"] == {"agents.md#0": None}
+    text = CliRunner().invoke(app, ["eval", str(testset), "--modes", "bm25", "--per-query"])
+    assert text.exit_code == 0, text.output
+    assert "per query: bm25" in text.stdout and "rag.md#0@1" in text.stdout
+    assert text.stdout.index("zebra") < text.stdout.index("RAG 检索增强生成")  # the failure comes first
+
+
+def test_labels_naming_files_score_at_file_level_with_a_warning(kb_home: Path, tmp_path: Path) -> None:
+    testset = _testset(tmp_path / "files.json", [{"question": "RAG 检索增强生成", "relevant_chunk_ids": ["rag.md"]}])
+    result = CliRunner().invoke(app, ["eval", str(testset), "--modes", "bm25", "--json"])
+    assert result.exit_code == 0, result.output
+    assert "scoring at file level" in result.output
+    assert json.loads(result.stdout[result.stdout.index("{") :])["bm25"]["mrr"] == 1.0
+
+
+def test_decompose_mode_is_skipped_offline_and_counts_its_calls_with_an_endpoint(
+    kb_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.fixtures.openai_server import OpenAIServer, ScriptedReply
+
+    testset = _testset(tmp_path / "set.json", [{"question": "RAG 和智能体", "relevant_chunk_ids": ["rag.md#0"]}])
+    offline = CliRunner().invoke(app, ["eval", str(testset), "--modes", "bm25,hybrid+decompose", "--json"])
+    assert offline.exit_code == 0, offline.output
+    assert "hybrid+decompose skipped" in offline.output
+    assert "hybrid+decompose" not in json.loads(offline.stdout[offline.stdout.index("{") :])
+    reply = ScriptedReply(content=json.dumps({"queries": ["RAG 检索增强生成", "智能体"]}, ensure_ascii=False))
+    with OpenAIServer([reply]) as server:
+        monkeypatch.setenv("KB_AGENT_BASE_URL", server.base_url)
+        monkeypatch.setenv("KB_AGENT_API_KEY", server.api_key)
+        monkeypatch.setenv("KB_AGENT_MODEL", server.model)
+        online = CliRunner().invoke(app, ["eval", str(testset), "--modes", "hybrid+decompose", "--json"])
+    assert online.exit_code == 0, online.output
+    row = json.loads(online.stdout[online.stdout.index("{") :])["hybrid+decompose"]
+    assert row["model_calls"] == 1 and row["mrr"] == 1.0
