@@ -17,6 +17,7 @@ from rich.table import Table
 
 from graph.open_stores import open_knowledge_base
 from graph.settings import Settings
+from models.rerank import cut_below
 
 MODES = ("bm25", "vector", "hybrid")
 EVAL_CHUNK_TOKENS = 480
@@ -267,7 +268,8 @@ def evaluate(
         if mode == RERANKED:
             assert reranker is not None
             pool = kb.search(text, groups=every_group, top_k=max(limit, ctx.candidates), mode="hybrid")
-            hits = [(p["id"], float(p.get("score", 0.0))) for p in reranker.rerank(text, pool, limit * 3)]
+            reranked = cut_below(reranker.rerank(text, pool, limit * 3), ctx.rerank_min_score)
+            hits = [(p["id"], float(p.get("score", 0.0))) for p in reranked]
             ranked = [(cid, float(len(hits) - i)) for i, (cid, _) in enumerate(hits)]  # the reranker's order
         elif mode == DECOMPOSED:
             assert planner is not None

@@ -194,6 +194,10 @@ class Settings:
         default="",
         metadata={"description": "Reranker: empty (off), 'llm', or the URL of a /rerank endpoint."},
     )
+    rerank_min_score: float = field(
+        default=0.0,
+        metadata={"description": "Drop reranked passages scoring below this (0–1; 0 keeps all)."},
+    )
     groups: str = field(
         default="",
         metadata={
@@ -290,6 +294,8 @@ class Settings:
         except PermissionConfigError as exc:
             raise ConfigError(str(exc)) from None
 
+        if not 0.0 <= self.rerank_min_score <= 1.0:
+            raise ConfigError(f"{ENV_PREFIX}RERANK_MIN_SCORE must be between 0 and 1, got {self.rerank_min_score}")
         if self.max_top_k < self.top_k:
             raise ConfigError(f"{ENV_PREFIX}MAX_TOP_K ({self.max_top_k}) must be at least {ENV_PREFIX}TOP_K ({self.top_k})")
 

@@ -100,6 +100,15 @@ def _reordered(passages: Sequence[Passage], order: list[tuple[int, float]], top_
     return picked[:top_k]
 
 
+def cut_below(passages: Sequence[Passage], min_score: float) -> list[Passage]:
+    """Drop reranked passages scoring under ``min_score``; passages the reranker did not score stay."""
+    if min_score <= 0:
+        return list(passages)
+    return [
+        p for p in passages if "rerank" not in p.get("retrievers", []) or float(p.get("score", 0.0)) >= min_score
+    ]
+
+
 def _valid_score(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 

@@ -19,7 +19,7 @@ from graph.settings import Settings
 from graph.state import State
 from models import get_chat_model
 from models.intents import find_expression
-from models.rerank import reranker_from_setting
+from models.rerank import cut_below, reranker_from_setting
 from nodes.conversation import current_question, last_human_index
 from nodes.query_planning import plan_queries, retrieve_planned
 from stores.base import Passage, PassageSearch
@@ -67,7 +67,7 @@ def make_retrieve(
 
         passages = retrieve_planned(plan, search, rrf_k=ctx.rrf_k, top_k=pool)
         if reranker is not None and passages:
-            passages = reranker.rerank(question, passages, ctx.top_k)
+            passages = cut_below(reranker.rerank(question, passages, ctx.top_k), ctx.rerank_min_score)
         passages = passages[: ctx.top_k]
         log.info(
             "node=retrieve user=%s queries=%d model_calls=%d fallbacks=%s passages=%d",

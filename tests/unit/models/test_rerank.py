@@ -19,6 +19,7 @@ from models.rerank import (
     LLMReranker,
     Reranker,
     RerankerSettingError,
+    cut_below,
     parse_json_object,
     reranker_from_setting,
 )
@@ -167,6 +168,14 @@ def test_llm_reranker_scores_all_passages_in_one_call() -> None:
     assert len(model.calls) == 1
     prompt = "\n".join(str(m.content) for m in model.calls[0])
     assert "[1] 酒店住宿每晚上限 500 元" in prompt and "共 4 个" in prompt
+
+
+def test_a_minimum_score_drops_weak_reranked_passages_but_never_unscored_ones() -> None:
+    ranked = LLMReranker(ScriptedChatModel(['{"scores": [2, 9.5, 0, 6]}'])).rerank("q", PASSAGES, top_k=4)
+    assert [p["id"] for p in cut_below(ranked, 0.5)] == ["doc#1", "doc#3"]
+    assert cut_below(ranked, 0.0) == ranked
+    unscored = LLMReranker(ScriptedChatModel(["garbage"])).rerank("q", PASSAGES, 3)
+    assert cut_below(unscored, 0.9) == unscored  # a failed rerank keeps the fused order, uncut
 
 
 @pytest.mark.parametrize(
