@@ -218,6 +218,9 @@ def evaluate(
     per_query: bool = typer.Option(
         False, "--per-query", help="Also list every question: its ranks, hits and misses, failures first."
     ),
+    answers: bool = typer.Option(
+        False, "--answers", help="Also answer each question and check citations (and faithfulness, with a model)."
+    ),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Recall@K, Precision@K, MRR, nDCG@K and latency per retrieval mode, side by side.
@@ -232,6 +235,8 @@ def evaluate(
         _fail(f"no such dataset: {dataset}", 2)
     ctx = _context(None, groups)
     if dataset.is_dir():
+        if answers:
+            _fail("--answers needs the seed's JSON test set against your knowledge base, not a BEIR folder", 2)
         kb, queries, problems, id_map = _beir_index(dataset, ctx)
 
         def to_doc(chunk_id: str) -> str:
@@ -284,10 +289,15 @@ def evaluate(
     results = evaluate_modes(
         search_ids, queries, chosen, k, model_calls=lambda: calls[0], details=per_query
     )
+    checks = None
+    if answers:
+        from cli.eval_answers import answer_checks
+
+        checks = answer_checks(ctx, kb, list(queries))
     for problem in problems:
         err.print(f"[yellow]warning:[/yellow] {escape(str(problem))}")
     if as_json:
-        typer.echo(json.dumps(results, ensure_ascii=False, indent=2))
+        typer.echo(json.dumps(results if checks is None else {**results, "answers": checks}, ensure_ascii=False, indent=2))
         return
     table = Table("metric", *chosen)
     metrics = [key for key, v in next(iter(results.values())).items() if key != "queries" and not isinstance(v, dict)]
@@ -295,6 +305,14 @@ def evaluate(
         table.add_row(metric, *(_cell(results[m][metric]) for m in chosen))
     out.print(table)
     _print_breakdowns(results, chosen, k)
+    if checks is not None:
+        faithful = checks["faithfulness"]
+        judged = f"{faithful:.3f}" if faithful is not None else str(checks["faithfulness_note"])
+        out.print(
+            f"answers: {checks['questions']} questions, {checks['answers_with_citations']:.0%} with citations, "
+            f"citation precision {checks['citation_precision']:.3f} over {checks['citations']} citations, "
+            f"faithfulness {judged}"
+        )
 
 
 def _print_breakdowns(results: dict[str, dict[str, Any]], modes: list[str], k: int) -> None:

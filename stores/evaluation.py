@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -19,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from stores.text_analysis import tokenize
 
 log = logging.getLogger(__name__)
 
@@ -295,3 +298,38 @@ def evaluate_modes(
             }
         table[mode] = row
     return table
+
+
+# --- answer-level checks ------------------------------------------------------------------------------
+_CITATION = re.compile(r"\[([^\[\]\s]+#\d+)\]")
+_SENTENCE = re.compile(r"[^。！？!?\n]+(?:[。！？!?]|\.(?=\s|$)|$)")
+SUPPORT_SHARE = 0.5  # a claim is supported when this share of its terms occur in the chunk it cites
+
+
+def cited_claims(answer: str) -> list[tuple[str, list[str]]]:
+    """(sentence, the chunk ids it cites as ``[source#n]``) for every sentence that cites something."""
+    claims = []
+    for match in _SENTENCE.finditer(answer):
+        sentence = match.group(0)
+        ids = _CITATION.findall(sentence)
+        if ids:
+            claims.append((_CITATION.sub("", sentence).strip(), ids))
+    return claims
+
+
+def supports(claim: str, chunk_text: str) -> bool:
+    """Whether ``chunk_text`` contains the claim: most of the claim's terms occur in it."""
+    terms = set(tokenize(claim))
+    if not terms:
+        return True
+    return len(terms & set(tokenize(chunk_text))) / len(terms) >= SUPPORT_SHARE
+
+
+def citation_precision(answer: str, chunks: Mapping[str, str]) -> tuple[int, int]:
+    """(citations whose chunk contains the claim, citations): a citation to an unknown chunk counts as wrong."""
+    good = total = 0
+    for claim, ids in cited_claims(answer):
+        for cid in ids:
+            total += 1
+            good += int(cid in chunks and supports(claim, chunks[cid]))
+    return good, total

@@ -144,3 +144,34 @@ def test_decompose_mode_is_skipped_offline_and_counts_its_calls_with_an_endpoint
     assert online.exit_code == 0, online.output
     row = json.loads(online.stdout[online.stdout.index("{") :])["hybrid+decompose"]
     assert row["model_calls"] == 1 and row["mrr"] == 1.0
+
+
+def test_answers_checks_citations_and_skips_the_judge_offline(kb_home: Path, tmp_path: Path) -> None:
+    testset = _testset(tmp_path / "set.json", [{"question": "什么是 RAG？", "relevant_chunk_ids": ["rag.md#0"]}])
+    result = CliRunner().invoke(app, ["eval", str(testset), "--modes", "bm25", "--answers", "--json"])
+    assert result.exit_code == 0, result.output
+    checks = json.loads(result.stdout[result.stdout.index("{") :])["answers"]
+    assert checks["questions"] == 1 and checks["citations"] >= 1
+    assert checks["citation_precision"] == 1.0  # the offline model cites what it quotes
+    assert checks["faithfulness"] is None and "offline" in checks["faithfulness_note"]
+    beir = CliRunner().invoke(app, ["eval", str(tmp_path), "--answers"])
+    assert beir.exit_code == 2
+
+
+def test_answers_are_judged_by_a_configured_endpoint(
+    kb_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.fixtures.openai_server import OpenAIServer, ScriptedReply
+
+    testset = _testset(tmp_path / "set.json", [{"question": "什么是 RAG？", "relevant_chunk_ids": ["rag.md#0"]}])
+    answer = ScriptedReply(content="RAG 先从知识库检索相关片段，再交给大模型生成回答 [rag.md#0]。")
+    with OpenAIServer([answer, ScriptedReply(content='{"score": 8}')]) as server:
+        monkeypatch.setenv("KB_AGENT_BASE_URL", server.base_url)
+        monkeypatch.setenv("KB_AGENT_API_KEY", server.api_key)
+        monkeypatch.setenv("KB_AGENT_MODEL", server.model)
+        result = CliRunner().invoke(app, ["eval", str(testset), "--modes", "bm25", "--answers", "--json"])
+        judged = server.requests[-1]["messages"][0]["content"]
+    assert result.exit_code == 0, result.output
+    checks = json.loads(result.stdout[result.stdout.index("{") :])["answers"]
+    assert checks["faithfulness"] == 0.8 and checks["citation_precision"] == 1.0
+    assert "[rag.md#0] RAG（检索增强生成）" in judged  # the judge saw the cited chunk and the answer

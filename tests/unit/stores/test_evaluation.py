@@ -196,3 +196,20 @@ def test_evaluate_modes_reports_metrics_latency_errors_and_model_calls() -> None
     assert rewrite["queries"] == 3 and rewrite["errors"] == 1 and rewrite["model_calls"] == 2
     assert table["bm25"]["model_calls"] == 0 and table["bm25"]["mrr"] == pytest.approx((0.5 + 1) / 3)
     assert 0 <= rewrite["p50_ms"] <= rewrite["p95_ms"]
+
+
+def test_citation_precision_counts_citations_whose_chunk_contains_the_claim() -> None:
+    from stores.evaluation import citation_precision, cited_claims
+
+    answer = (
+        "RAG 先检索相关片段，再交给大模型生成回答 [rag.md#0]。高级工程师年薪 60 万到 90 万元 [rag.md#0]。"
+        "Agents call tools in a loop [agents.md#0]. No citation here."
+    )
+    chunks = {
+        "rag.md#0": "RAG（检索增强生成）先从知识库检索相关片段，再把片段交给大模型生成回答。",
+        "agents.md#0": "An agent calls tools in a loop until it can answer.",
+    }
+    assert [ids for _, ids in cited_claims(answer)] == [["rag.md#0"], ["rag.md#0"], ["agents.md#0"]]
+    assert citation_precision(answer, chunks) == (2, 3)  # the salary claim is not in the RAG chunk
+    assert citation_precision("see [missing.md#3].", chunks) == (0, 1)
+    assert citation_precision("no citations at all", chunks) == (0, 0)
