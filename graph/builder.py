@@ -23,7 +23,13 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
 
 from graph.context import Context
-from graph.open_stores import RunMemory, knowledge_services, memory_store, open_knowledge_base
+from graph.open_stores import (
+    RunMemory,
+    feedback_penalties,
+    knowledge_services,
+    memory_store,
+    open_knowledge_base,
+)
 from graph.settings import Settings
 from graph.state import InputState, State
 from nodes.agent import make_agent
@@ -111,7 +117,9 @@ def build_builder(
     add_find_tools(registry)  # a catalog too big to bind whole gets the find_tools meta-tool
     builder = StateGraph(State, input_schema=InputState, context_schema=Context)
     builder.add_node("load_memory", make_load_memory(memory, settings))
-    builder.add_node("retrieve", make_retrieve(knowledge, model, settings))
+    # Bad feedback down-weights chunks of the deployment's own knowledge base only.
+    penalties = feedback_penalties if knowledge is open_knowledge_base else None
+    builder.add_node("retrieve", make_retrieve(knowledge, model, settings, penalties))
     builder.add_node("summarize", make_summarize(registry, model, deployment=settings))
     builder.add_node("agent", make_agent(registry, model, settings))
     builder.add_node("tools", make_tools(registry, settings))

@@ -113,11 +113,17 @@ def summarize(topic: str, passages: list[Passage], ctx: Settings) -> dict[str, A
     }
 
 
+def feedback_penalties(ctx: Settings) -> dict[str, int]:
+    """Chunks cited in enough answers rated bad to be down-weighted (``KB_AGENT_FEEDBACK_MIN_BAD``)."""
+    return feedback_store(ctx).bad_citations(ctx.feedback_min_bad)
+
+
 def knowledge_services() -> KnowledgeServices:
     return KnowledgeServices(
         knowledge=lambda settings: open_knowledge_base(settings or Settings()),
         feedback=lambda settings: feedback_store(settings or Settings()),
         summarize=lambda topic, passages, settings: summarize(topic, passages, settings or Settings()),
+        penalties=lambda settings: feedback_penalties(settings or Settings()),
     )
 
 

@@ -194,6 +194,16 @@ class Settings:
         default="",
         metadata={"description": "Reranker: empty (off), 'llm', or the URL of a /rerank endpoint."},
     )
+    feedback_penalty: float = field(
+        default=0.8,
+        metadata={
+            "description": "Score factor for chunks cited in answers rated bad at least feedback_min_bad times "
+            "(applied once; 1 switches it off)."
+        },
+    )
+    feedback_min_bad: int = field(
+        default=2, metadata={"description": "Bad ratings of answers citing a chunk before it is down-weighted."}
+    )
     rerank_min_score: float = field(
         default=0.0,
         metadata={"description": "Drop reranked passages scoring below this (0–1; 0 keeps all)."},
@@ -294,6 +304,10 @@ class Settings:
         except PermissionConfigError as exc:
             raise ConfigError(str(exc)) from None
 
+        if not 0.0 < self.feedback_penalty <= 1.0 or self.feedback_min_bad < 1:
+            raise ConfigError(
+                f"{ENV_PREFIX}FEEDBACK_PENALTY must be in (0, 1] and {ENV_PREFIX}FEEDBACK_MIN_BAD at least 1"
+            )
         if not 0.0 <= self.rerank_min_score <= 1.0:
             raise ConfigError(f"{ENV_PREFIX}RERANK_MIN_SCORE must be between 0 and 1, got {self.rerank_min_score}")
         if self.max_top_k < self.top_k:

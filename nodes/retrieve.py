@@ -8,7 +8,7 @@ fall-back to the original question; the answer is still generated for the origin
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -23,6 +23,7 @@ from models.rerank import cut_below, reranker_from_setting
 from nodes.conversation import current_question, last_human_index
 from nodes.query_planning import plan_queries, retrieve_planned
 from stores.base import Passage, PassageSearch
+from stores.feedback import downweight
 from stores.text_analysis import tokenize
 
 log = logging.getLogger("kb_agent.retrieve")
@@ -44,9 +45,28 @@ def resolve_knowledge(source: KnowledgeSource, ctx: Settings) -> PassageSearch |
     return source(ctx)
 
 
+Penalties = Callable[[Settings], Mapping[str, int]]  # settings -> chunk ids rated bad, with their counts
+
+
+def _penalised(penalties: Penalties | None, ctx: Settings) -> Mapping[str, int]:
+    """Chunks the deployment's feedback down-weights; a feedback store that fails changes nothing."""
+    if penalties is None or ctx.feedback_penalty >= 1.0:
+        return {}
+    try:
+        return penalties(ctx)
+    except Exception:
+        log.exception("feedback penalties unavailable; retrieving without them")
+        return {}
+
+
 def make_retrieve(
-    knowledge: KnowledgeSource, model: BaseChatModel | None = None, deployment: Settings | None = None
+    knowledge: KnowledgeSource,
+    model: BaseChatModel | None = None,
+    deployment: Settings | None = None,
+    penalties: Penalties | None = None,
 ) -> Callable[[State, Runtime[Context]], dict[str, Any]]:
+    """The node; ``penalties`` gives the chunks bad feedback down-weights (``KB_AGENT_FEEDBACK_PENALTY``)."""
+
     def retrieve(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         question, _ = current_question(state.messages)
         if not question.strip() or not needs_retrieval(question):
@@ -60,12 +80,14 @@ def make_retrieve(
         chat = model if model is not None else (None if ctx.uses_offline_model else get_chat_model(ctx))
         plan = plan_queries(question, history, chat, rewrite=ctx.rewrite_query, decompose=ctx.decompose_query)
         reranker = reranker_from_setting(ctx.reranker, chat, api_key=ctx.api_key)
-        pool = max(ctx.top_k, ctx.candidates) if reranker is not None else ctx.top_k
+        penalised = _penalised(penalties, ctx)
+        pool = max(ctx.top_k, ctx.candidates) if reranker is not None or penalised else ctx.top_k
 
         def search(query: str) -> list[Passage]:
             return list(kb.search(query, user_id=ctx.user_id, groups=groups, top_k=pool))
 
         passages = retrieve_planned(plan, search, rrf_k=ctx.rrf_k, top_k=pool)
+        passages = downweight(passages, penalised, ctx.feedback_penalty)
         if reranker is not None and passages:
             passages = cut_below(reranker.rerank(question, passages, ctx.top_k), ctx.rerank_min_score)
         passages = passages[: ctx.top_k]

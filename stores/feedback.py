@@ -6,15 +6,20 @@ can later be tuned from it.
 
 from __future__ import annotations
 
+import re
 import threading
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from stores.base import Passage
 from stores.sql import open_database
 
 RATINGS = ("good", "bad")
+_CITATION = re.compile(r"\[([^\[\]\s]+#\d+)\]")
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS feedback (
     id {serial} PRIMARY KEY,
@@ -49,6 +54,7 @@ class FeedbackStore:
         db = open_database(Path(data_dir) / "feedback.sqlite", url)
         self._conn, self._mark, self._postgres = db.conn, db.mark, db.postgres
         self._conn.execute(SCHEMA.format(serial=db.serial()))
+        self._bad_cache: dict[int, tuple[Any, dict[str, int]]] = {}
 
     def add(
         self,
@@ -79,17 +85,58 @@ class FeedbackStore:
                 return int(self._conn.execute(sql + " RETURNING id", row).fetchone()[0])
             return int(self._conn.execute(sql, row).lastrowid)
 
-    def list(self, *, user_id: str | None = None, limit: int = 100) -> list[FeedbackRecord]:
-        """Newest first, optionally for one user."""
+    def list(
+        self, *, user_id: str | None = None, rating: str | None = None, limit: int = 100
+    ) -> list[FeedbackRecord]:
+        """Newest first, optionally for one user or one rating."""
         sql = "SELECT id, created_at, user_id, thread_id, rating, reason, question, answer FROM feedback"
-        params: tuple[Any, ...] = ()
-        if user_id is not None:
-            sql += f" WHERE user_id = {self._mark}"
-            params = (user_id,)
+        where, params = [], []
+        for column, value in (("user_id", user_id), ("rating", rating)):
+            if value is not None:
+                where.append(f"{column} = {self._mark}")
+                params.append(value)
+        if where:
+            sql += " WHERE " + " AND ".join(where)
         sql += f" ORDER BY id DESC LIMIT {int(limit)}"
         with self._lock:
-            rows = self._conn.execute(sql, params).fetchall()
+            rows = self._conn.execute(sql, tuple(params)).fetchall()
         return [FeedbackRecord(*row) for row in rows]
+
+    def bad_citations(self, min_count: int = 2) -> dict[str, int]:
+        """Chunk ids cited in at least ``min_count`` answers rated bad, with that count.
+
+        Re-read only when feedback was added since the last call (retrieval asks on every question).
+        """
+        with self._lock:
+            newest = self._conn.execute("SELECT MAX(id) FROM feedback").fetchone()[0]
+        cached = self._bad_cache.get(min_count)
+        if cached is not None and cached[0] == newest:
+            return cached[1]
+        counts: Counter[str] = Counter()
+        for record in self.list(rating="bad", limit=100_000):
+            counts.update(set(cited_ids(record.answer or "")))
+        result = {cid: n for cid, n in counts.items() if n >= min_count}
+        self._bad_cache[min_count] = (newest, result)
+        return result
 
     def close(self) -> None:
         self._conn.close()
+
+
+def cited_ids(answer: str) -> list[str]:
+    """The ``[source#n]`` chunk ids an answer cites, in order."""
+    return _CITATION.findall(answer)
+
+
+def downweight(passages: Sequence[Passage], penalised: Mapping[str, int], factor: float) -> list[Passage]:
+    """Scores of chunks in ``penalised`` times ``factor`` (once: bounded however often they were rated
+    bad), then best first again; nothing changes when ``factor`` is 1 or nothing is penalised."""
+    if factor >= 1.0 or not penalised or not any(p.get("id") in penalised for p in passages):
+        return list(passages)
+    weighted = [
+        {**p, "score": float(p.get("score", 0.0)) * factor, "metadata": {**(p.get("metadata") or {}), "feedback_penalty": factor}}
+        if p.get("id") in penalised
+        else p
+        for p in passages
+    ]
+    return sorted(weighted, key=lambda p: -float(p.get("score", 0.0)))  # type: ignore[return-value]

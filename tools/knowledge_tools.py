@@ -7,13 +7,14 @@ the permission filter inside the knowledge base applies to tools exactly as to t
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage
 
 from stores.base import Passage
+from stores.feedback import downweight
 from tools.registry import ToolContext, ToolError, ToolSpec
 
 PASSAGE_CHARS = 800
@@ -26,6 +27,22 @@ class KnowledgeServices:
     knowledge: Callable[[Any], Any | None]  # settings -> KnowledgeBase or None when nothing is ingested
     feedback: Callable[[Any], Any]  # settings -> FeedbackStore
     summarize: Callable[[str, list[Passage], Any], dict[str, Any]]  # (topic, passages, settings) -> summary
+    penalties: Callable[[Any], Mapping[str, int]] | None = None  # settings -> chunk ids rated bad (counts)
+
+
+def _search(services: KnowledgeServices, kb: Any, query: str, ctx: ToolContext, top_k: int) -> list[Passage]:
+    """The caller's search, with chunks that bad feedback marked down-weighted (``downweight``)."""
+    settings = ctx.settings
+    factor = float(getattr(settings, "feedback_penalty", 1.0))
+    penalised: Mapping[str, int] = {}
+    if services.penalties is not None and factor < 1.0:
+        try:
+            penalised = services.penalties(settings)
+        except Exception:  # feedback is a hint: its store failing must not fail the search
+            penalised = {}
+    pool = top_k * 2 if penalised else top_k
+    hits = kb.search(query, user_id=ctx.user_id, groups=_groups(ctx), top_k=pool)
+    return downweight(hits, penalised, factor)[:top_k]
 
 
 def _groups(ctx: ToolContext) -> tuple[str, ...]:
@@ -63,7 +80,7 @@ def knowledge_tools(services: KnowledgeServices) -> list[ToolSpec]:
         kb = services.knowledge(tool_context.settings)
         if kb is None:
             return "The knowledge base is empty: nothing has been ingested yet (kb-agent ingest PATH)."
-        hits = kb.search(query, user_id=tool_context.user_id, groups=_groups(tool_context), top_k=top_k)
+        hits = _search(services, kb, query, tool_context, top_k)
         if not hits:
             return json.dumps(
                 {"query": query, "passages": [], "note": "no relevant passages found"}, ensure_ascii=False
@@ -75,7 +92,7 @@ def knowledge_tools(services: KnowledgeServices) -> list[ToolSpec]:
         hits = (
             []
             if kb is None
-            else kb.search(topic, user_id=tool_context.user_id, groups=_groups(tool_context), top_k=max_docs)
+            else _search(services, kb, topic, tool_context, max_docs)
         )
         if not hits:
             return json.dumps(

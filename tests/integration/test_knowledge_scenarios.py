@@ -55,6 +55,27 @@ def test_search_then_summarise_then_feedback(kb_home: Path) -> None:
     assert (row.rating, row.thread_id, row.answer) == ("bad", "rag", answer)
 
 
+def test_bad_feedback_down_weights_the_chunks_it_cited_and_is_reported(kb_home: Path) -> None:
+    question = "混合检索用什么方法合并两路结果？"
+    before = _ask(build_graph(), {}, question)["passages"]
+    cited = before[0]["id"]
+    store = feedback_store(Settings())
+    for n in range(2):  # two answers citing the same chunk rated bad (KB_AGENT_FEEDBACK_MIN_BAD=2)
+        store.add(user_id="u", thread_id=f"t{n}", rating="bad", question=question, answer=f"答 [{cited}]", reason="旧了")
+    after = _ask(build_graph(), {}, question)["passages"]
+    again = next(p for p in after if p["id"] == cited)
+    assert again["score"] == pytest.approx(before[0]["score"] * 0.8)
+    assert again["metadata"]["feedback_penalty"] == 0.8
+    off = _ask(build_graph(), {}, question, feedback_penalty=1.0)["passages"]
+    assert off[0]["id"] == cited and off[0]["score"] == pytest.approx(before[0]["score"])
+    report = CliRunner().invoke(app, ["feedback", "report", "--json"])
+    assert report.exit_code == 0, report.output
+    data = json.loads(report.stdout)
+    assert [r["passages"] for r in data["bad"]] == [[cited], [cited]] and data["down_weighted"] == {cited: 2}
+    text = CliRunner().invoke(app, ["feedback", "report"])
+    assert "旧了" in text.stdout and "down-weighted in retrieval" in text.stdout
+
+
 def test_knowledge_question_is_answered_with_a_citation(kb_home: Path) -> None:
     result = _ask(build_graph(), {}, "混合检索用什么方法合并两路结果？")
     assert result["passages"] and result["passages"][0]["id"].startswith("rag.md#")

@@ -1,0 +1,62 @@
+"""``kb-agent feedback report``: the answers users rated bad, with what they cited and why (seed 003)."""
+
+from __future__ import annotations
+
+import json
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from graph.open_stores import feedback_store
+from graph.settings import Settings
+from stores.feedback import cited_ids
+
+feedback_app = typer.Typer(help="What users said about answers.", no_args_is_help=True)
+out = Console()
+
+
+@feedback_app.command("report")
+def report(
+    limit: int = typer.Option(50, "--limit", "-n", min=1, max=10_000, help="Most recent bad ratings shown."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Answers rated bad, newest first: question, cited passages, reason; and the chunks now down-weighted."""
+    ctx = Settings()
+    store = feedback_store(ctx)
+    bad = store.list(rating="bad", limit=limit)
+    penalised = store.bad_citations(ctx.feedback_min_bad)
+    rows = [
+        {
+            "id": r.id,
+            "at": r.created_at,
+            "user": r.user_id,
+            "thread": r.thread_id,
+            "question": r.question,
+            "passages": cited_ids(r.answer or ""),
+            "reason": r.reason,
+        }
+        for r in bad
+    ]
+    if as_json:
+        typer.echo(json.dumps({"bad": rows, "down_weighted": penalised}, ensure_ascii=False, indent=2))
+        return
+    if not rows:
+        out.print("no answers rated bad")
+        return
+    table = Table("id", "when", "user", "question", "cited passages", "reason")
+    for row in rows:
+        table.add_row(
+            str(row["id"]),
+            row["at"],
+            escape(row["user"]),
+            escape((row["question"] or "")[:80]),
+            escape(", ".join(row["passages"]) or "-"),
+            escape(row["reason"] or ""),
+        )
+    out.print(table)
+    if penalised:
+        factor = ctx.feedback_penalty
+        listed = ", ".join(f"{cid} ({n}×)" for cid, n in sorted(penalised.items(), key=lambda kv: -kv[1]))
+        out.print(f"down-weighted in retrieval (score × {factor:g}): {escape(listed)}")
