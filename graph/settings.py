@@ -224,7 +224,7 @@ class Settings:
         metadata={"description": "Recall and learn per-user long-term memories (Chroma under data_dir)."},
     )
     memory_episodic_days: float = field(
-        default=0.0,
+        default=30.0,
         metadata={"description": "Days an episodic memory is kept (0: until deleted)."},
     )
 

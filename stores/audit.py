@@ -16,7 +16,7 @@ from typing import Any
 
 from stores.sql import open_database
 
-STATUSES = ("applied", "unchanged", "rejected")
+STATUSES = ("applied", "unchanged", "rejected", "failed")  # failed: the extraction itself
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS memory_audit (
     id {serial} PRIMARY KEY,
@@ -44,7 +44,8 @@ def _now() -> str:
 
 @dataclass(frozen=True, kw_only=True)
 class AuditEntry:
-    """One row: ``status`` is applied, unchanged (a duplicate ADD) or rejected (with ``rule``)."""
+    """One row: ``status`` is applied, unchanged (a duplicate ADD), rejected (with ``rule``) or failed (an
+    extraction that never produced operations)."""
 
     user_id: str
     action: str

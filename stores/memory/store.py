@@ -433,7 +433,19 @@ class ChromaMemoryStore:
 
             extractor = self.extractor = OfflineExtractor()
         request = ExtractionRequest(user_id, latest, tuple(texts[:-1]), tuple(snapshot))
-        raw = extractor(request)
+        try:
+            raw = extractor(request)
+        except Exception as exc:  # audited, then the caller logs it: the answer is already saved
+            self.audit.record(
+                AuditEntry(
+                    user_id=user_id,
+                    action="EXTRACT",
+                    status="failed",
+                    thread_id=thread_id,
+                    reason=f"{type(exc).__name__}: {exc}"[:500],
+                )
+            )
+            raise
         entries = self.apply(
             raw, user_id=user_id, thread_id=thread_id, latest_user_message=latest, snapshot=snapshot
         )

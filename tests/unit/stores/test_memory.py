@@ -383,3 +383,27 @@ def test_no_user_ever_reads_updates_or_deletes_another_users_memory(tmp_path: Pa
     )(given(st.lists(operation_st, min_size=100, max_size=100))(run_operations))
     check()
     assert _operations_run[0] >= 1000
+
+
+def test_a_failed_extraction_is_audited_and_raised(tmp_path: Path, clock: Clock) -> None:
+    def broken(request: ExtractionRequest) -> str:
+        raise TimeoutError("the model did not answer within 60 s")
+
+    store = ChromaMemoryStore(tmp_path, embedder=HashingEmbedder(), clock=clock, extractor=broken)
+    with pytest.raises(TimeoutError):
+        store.update_from_turn("alice", "t1", [HumanMessage("记住我喜欢简洁的回答")])
+    failed = [e for e in store.audit.list(user_id="alice") if e.action == "EXTRACT"]
+    assert [(e.status, e.thread_id) for e in failed] == [("failed", "t1")]
+    assert "did not answer within 60 s" in (failed[0].reason or "")
+
+
+def test_episodic_memories_expire_after_30_days_by_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from graph.open_stores import memory_store
+    from graph.settings import Settings
+
+    monkeypatch.setenv("KB_AGENT_EMBEDDER", "hashing")
+    assert Settings().memory_episodic_days == 30.0
+    store = memory_store(Settings(data_dir=str(tmp_path)))
+    assert store.ttl_days == {"episodic": 30.0}
+    forever = memory_store(Settings(data_dir=str(tmp_path / "forever"), memory_episodic_days=0))
+    assert forever.ttl_days == {}
