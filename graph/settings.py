@@ -204,6 +204,13 @@ class Settings:
     feedback_min_bad: int = field(
         default=2, metadata={"description": "Bad ratings of answers citing a chunk before it is down-weighted."}
     )
+    preference_boost: float = field(
+        default=1.15,
+        metadata={
+            "description": "Score factor for passages from a folder or access group the user's memories name "
+            "(applied once; 1 switches it off)."
+        },
+    )
     rerank_min_score: float = field(
         default=0.0,
         metadata={"description": "Drop reranked passages scoring below this (0–1; 0 keeps all)."},
@@ -308,6 +315,8 @@ class Settings:
             raise ConfigError(
                 f"{ENV_PREFIX}FEEDBACK_PENALTY must be in (0, 1] and {ENV_PREFIX}FEEDBACK_MIN_BAD at least 1"
             )
+        if not 1.0 <= self.preference_boost <= 2.0:
+            raise ConfigError(f"{ENV_PREFIX}PREFERENCE_BOOST must be between 1 and 2, got {self.preference_boost}")
         if not 0.0 <= self.rerank_min_score <= 1.0:
             raise ConfigError(f"{ENV_PREFIX}RERANK_MIN_SCORE must be between 0 and 1, got {self.rerank_min_score}")
         if self.max_top_k < self.top_k:

@@ -8,7 +8,8 @@ fall-back to the original question; the answer is still generated for the origin
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import PurePosixPath
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -59,6 +60,30 @@ def _penalised(penalties: Penalties | None, ctx: Settings) -> Mapping[str, int]:
         return {}
 
 
+def preferred(
+    passages: Sequence[Passage], memories: Sequence[Mapping[str, Any]], factor: float
+) -> list[Passage]:
+    """Passages from a folder or access group the user's memories name ("我平时查产品手册") score
+    ``factor`` times higher, once (seed 003's usual category); the rest keep their order."""
+    texts = [str(m.get("content", "")).casefold() for m in memories]
+    if factor <= 1.0 or not texts or not passages:
+        return list(passages)
+
+    def named(p: Passage) -> bool:
+        source = str(p.get("source") or p.get("id", "").rsplit("#", 1)[0])
+        groups = str((p.get("metadata") or {}).get("groups", "")).split(",")
+        names = [*PurePosixPath(source).parts[:-1], *(g.strip() for g in groups if g.strip() != "public")]
+        return any(len(n) >= 2 and n.casefold() in text for n in names for text in texts)
+
+    boosted = [
+        {**p, "score": float(p.get("score", 0.0)) * factor, "metadata": {**(p.get("metadata") or {}), "preferred": True}}
+        if named(p)
+        else p
+        for p in passages
+    ]
+    return sorted(boosted, key=lambda p: -float(p.get("score", 0.0)))  # type: ignore[return-value]
+
+
 def make_retrieve(
     knowledge: KnowledgeSource,
     model: BaseChatModel | None = None,
@@ -81,13 +106,15 @@ def make_retrieve(
         plan = plan_queries(question, history, chat, rewrite=ctx.rewrite_query, decompose=ctx.decompose_query)
         reranker = reranker_from_setting(ctx.reranker, chat, api_key=ctx.api_key)
         penalised = _penalised(penalties, ctx)
-        pool = max(ctx.top_k, ctx.candidates) if reranker is not None or penalised else ctx.top_k
+        boosting = ctx.preference_boost > 1.0 and bool(state.memories)
+        pool = max(ctx.top_k, ctx.candidates) if reranker is not None or penalised or boosting else ctx.top_k
 
         def search(query: str) -> list[Passage]:
             return list(kb.search(query, user_id=ctx.user_id, groups=groups, top_k=pool))
 
         passages = retrieve_planned(plan, search, rrf_k=ctx.rrf_k, top_k=pool)
         passages = downweight(passages, penalised, ctx.feedback_penalty)
+        passages = preferred(passages, state.memories, ctx.preference_boost)
         if reranker is not None and passages:
             passages = cut_below(reranker.rerank(question, passages, ctx.top_k), ctx.rerank_min_score)
         passages = passages[: ctx.top_k]
