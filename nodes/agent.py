@@ -21,7 +21,7 @@ from graph.settings import Settings
 from graph.state import State
 from models import get_chat_model
 from models.errors import ModelError, describe_model_error
-from models.tokens import count_message_tokens, estimate_tokens
+from models.tokens import calibration, count_message_tokens, count_tool_tokens, estimate_tokens
 from nodes import prompts
 from nodes.budget import Budget
 from nodes.conversation import current_question, language, run_label, unsummarised
@@ -112,6 +112,10 @@ def make_agent(
         response = with_call_ids(response)
 
         usage = response.usage_metadata or {}
+        if model is None and not ctx.uses_offline_model and usage.get("input_tokens"):
+            # The endpoint's own count teaches the estimate its tokenizer (the summarize node's budget).
+            estimated = count_message_tokens(request) + count_tool_tokens(definitions)
+            calibration.observe(ctx.model_name, estimated, int(usage["input_tokens"]))
         used = usage.get("total_tokens") or (
             count_message_tokens(request) + estimate_tokens(response.text)
         )

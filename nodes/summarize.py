@@ -39,7 +39,7 @@ from graph.state import State
 from models import OfflineChatModel, get_chat_model
 from models.deadline import call_with_deadline
 from models.summary import extractive_summary, has_sections, summary_language
-from models.tokens import count_message_tokens, count_tool_tokens, estimate_tokens
+from models.tokens import calibration, count_message_tokens, count_tool_tokens, estimate_tokens
 from nodes import prompts
 from nodes.budget import Budget
 from nodes.conversation import current_question, language, last_human_index
@@ -169,8 +169,8 @@ def measure(
     base = estimate_tokens(prompts.system_prompt(lang, remaining=remaining))
     current = wire_history(state.messages[max(0, last_human_index(state.messages)) :])
     summary = _text(state.summary)
-    accounts = HistoryBudget(
-        input_budget=settings.input_budget,
+    accounts = HistoryBudget(  # the budget in estimate units, corrected by what the endpoint reported
+        input_budget=int(settings.input_budget / calibration.ratio(ctx.model_name)),
         system=count_message_tokens([SystemMessage(prompts.system_prompt(lang, remaining=remaining))]),
         tools=count_tool_tokens(definitions),
         question=count_message_tokens(current),
