@@ -42,7 +42,7 @@ def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
 def test_a_knowledge_question_logs_no_warning(
     full_chunks_kb: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO)
+    caplog.set_level(logging.INFO, logger="kb_agent")  # a CLI test may leave it at ERROR
     config = {"configurable": {"thread_id": "t", "user_id": "alice"}}
     graph = build_graph(InMemorySaver())
     for question in (QUESTION, "什么是混合检索？", "倒数排名融合有什么用？"):
@@ -59,7 +59,7 @@ def test_the_offline_window_holds_the_tools_and_five_passages() -> None:
 def test_passages_that_do_not_fit_are_dropped_silently(
     full_chunks_kb: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO)
+    caplog.set_level(logging.INFO, logger="kb_agent")  # a CLI test may leave it at ERROR
     config = {"configurable": {"thread_id": "t", "user_id": "alice"}}
     roomy = build_graph(InMemorySaver()).invoke({"messages": [HumanMessage(QUESTION)]}, config)
     assert len(roomy["passages"]) == 5
@@ -72,7 +72,7 @@ def test_passages_that_do_not_fit_are_dropped_silently(
 
 
 def test_a_question_that_cannot_fit_is_still_warned_about(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO)
+    caplog.set_level(logging.INFO, logger="kb_agent")  # a CLI test may leave it at ERROR
     tiny = Settings(context_window=2_000, reserved_answer_tokens=100, safety_margin_tokens=50)
     build_graph(InMemorySaver(), settings=tiny, knowledge=None).invoke(
         {"messages": [HumanMessage("词" * 3_000)]}, {"configurable": {"thread_id": "t"}}
