@@ -13,6 +13,9 @@ from typing import Any
 from stores.text_analysis import has_cjk, tokenize
 
 QUOTE_CHARS = 240
+# A passage the retriever found but that shares under half of the question's words is only loosely related:
+# quoting it as "根据知识库…" would pass it off as the answer, so the offline model says nothing was found.
+RELEVANCE_CUT = 0.5
 
 
 def sentences(text: str) -> list[str]:
@@ -34,9 +37,22 @@ def best_sentences(question: str, text: str, limit: int = 2) -> list[str]:
     return [s if len(s) <= QUOTE_CHARS else s[:QUOTE_CHARS] + "…" for s in picked]
 
 
-def answer_from_passages(question: str, passages: Sequence[dict[str, Any]]) -> str:
-    """Quote the best passage (and a second one if it adds something), each with its citation."""
+def relevance(question: str, text: str) -> float:
+    """The share of the question's words the text contains (0 when the question has none)."""
+    wanted = set(tokenize(question))
+    return len(wanted & set(tokenize(text))) / len(wanted) if wanted else 0.0
+
+
+def answer_from_passages(
+    question: str, passages: Sequence[dict[str, Any]], *, cut: float | None = None
+) -> str:
+    """Quote the best passage (and a second one if it adds something), each with its citation.
+
+    With ``cut``, passages below that :func:`relevance` are dropped first (none left: nothing found).
+    """
     zh = has_cjk(question)
+    if cut is not None:
+        passages = [p for p in passages if relevance(question, str(p.get("text", ""))) >= cut]
     if not passages:
         return (
             "知识库中没有找到与这个问题相关的资料。"
@@ -62,14 +78,17 @@ def answer_from_passages(question: str, passages: Sequence[dict[str, Any]]) -> s
     return "\n".join(lines)
 
 
+def summary_head(topic: str, count: int, zh: bool) -> str:
+    """The first line of an extractive summary, in the reader's language."""
+    if zh:
+        return f"关于「{topic}」，知识库中的 {count} 段资料要点："
+    return f"What {count} passage{'s say' if count != 1 else ' says'} about '{topic}':"
+
+
 def extractive_summary(topic: str, passages: Sequence[dict[str, Any]]) -> str:
     """A bullet summary of ``passages`` about ``topic``: one or two quoted sentences each, cited."""
     zh = has_cjk(topic) or any(has_cjk(str(p.get("text", ""))) for p in passages[:1])
-    head = (
-        f"关于「{topic}」，知识库中的 {len(passages)} 段资料要点："
-        if zh
-        else f"What {len(passages)} passages say about '{topic}':"
-    )
+    head = summary_head(topic, len(passages), zh)
     bullets = [
         f"- {' '.join(best_sentences(topic, str(p.get('text', '')), limit=2))} [{p.get('id')}]"
         for p in passages

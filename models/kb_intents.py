@@ -14,7 +14,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
-from models.extractive import answer_from_passages
+from models.extractive import RELEVANCE_CUT, answer_from_passages, summary_head
 from models.intents import Step
 from models.tokens import has_cjk
 from stores.text_analysis import tokenize
@@ -24,7 +24,19 @@ _STATS = re.compile(
     r"how many (?:documents|docs|files|chunks)|knowledge[- ]base (?:stats|statistics|size)",
     re.IGNORECASE,
 )
-_SUMMARY = re.compile(r"摘要|总结|整理成|归纳|概述|汇总|summari[sz]e|summary|overview", re.IGNORECASE)
+_SUMMARY = re.compile(r"摘要|总结|整理|归纳|概括|概述|汇总|summari[sz]e|summary|overview", re.IGNORECASE)
+_ZH_DIGITS = {"一": 1, "两": 2, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10}
+_PASSAGE_COUNT = re.compile(
+    r"(?P<n>\d+|[一两二三四五六七八九十])\s*(?:个|段|条|篇|份)?\s*(?:片段|段落|资料|文档|来源|passages?|chunks?|"
+    r"documents?|docs?|sources?)|\btop\s*(?P<top>\d+)\b",
+    re.IGNORECASE,
+)
+_COUNT_PHRASE = re.compile(
+    r"[，,]?\s*(?:最多|至多|不超过|只用|仅用|用|取)?\s*(?:(?:using|with|in|from)\s+)?"
+    r"(?:(?:at most|up to|no more than|only)\s+)?(?:" + _PASSAGE_COUNT.pattern + ")",
+    re.IGNORECASE,
+)
+MAX_DOCS_LIMIT = 10  # generate_summary's schema allows 1–10
 _SEARCH = re.compile(
     r"搜一下|搜索一下|检索一下|查一下|找一下|帮我(?:搜|查|找)|搜搜|有没有.{0,30}(?:文档|资料|内容)|"
     r"\bsearch (?:for|the)\b|look up|find (?:docs|documents)",
@@ -44,7 +56,7 @@ _TOPIC_PATTERNS = [
     re.compile(r"有没有\s*(?:关于)?\s*(.+?)\s*(?:相关|有关)?的?(?:文档|资料|内容)"),
     re.compile(r"关于\s*(.+?)\s*的"),
     re.compile(
-        r"(?:整理|总结|归纳|概述)(?:一下)?(?:知识库里|知识库中)?(?:关于)?\s*(.+?)\s*(?:的内容|的资料|$|，|,)"
+        r"(?:整理|总结|归纳|概括|概述)(?:一下)?(?:知识库里|知识库中)?(?:关于)?\s*(.+?)\s*(?:的内容|的资料|$|，|,)"
     ),
     re.compile(
         r"(?:about|on|for|regarding)\s+(.+?)(?:\s+(?:documents?|docs|in the knowledge base)|[,.?!]|$)",
@@ -61,6 +73,7 @@ _PASSAGE_LINE = re.compile(r"^\[([^\]\n]+)\] (.*?)(?=\n\[[^\]\n]+\] |\Z)", re.M 
 
 def topic_of(question: str) -> str:
     """The subject of a search/summary request ("RAG" in "搜一下知识库里有没有 RAG 相关文档")."""
+    question = _COUNT_PHRASE.sub("", question)
     for pattern in _TOPIC_PATTERNS:
         match = pattern.search(question)
         if match:
@@ -71,6 +84,16 @@ def topic_of(question: str) -> str:
         w for w in tokenize(_FILLER.sub(" ", question)) if not _SEARCH.search(w) and not _SUMMARY.search(w)
     ]
     return " ".join(words) or question.strip()
+
+
+def passage_count(question: str) -> int | None:
+    """How many passages the user asked for ("最多 3 个片段", "at most 3 passages", "top 3"), clamped."""
+    match = _PASSAGE_COUNT.search(question)
+    if match is None:
+        return None
+    raw = match.group("n") or match.group("top")
+    n = int(raw) if raw.isdigit() else _ZH_DIGITS[raw]
+    return max(1, min(MAX_DOCS_LIMIT, n))
 
 
 def _has_previous_answer(messages: Sequence[BaseMessage]) -> bool:
@@ -91,8 +114,12 @@ def plan_kb_steps(question: str, tools: set[str], messages: Sequence[BaseMessage
         return None
     topic = topic_of(question)
     steps = [Step("search_knowledge", {"query": topic})] if wants_search else []
+    count = passage_count(question)
+    if wants_search and count is not None:
+        steps = [Step("search_knowledge", {"query": topic, "top_k": count})]
     if wants_summary:
-        steps.append(Step("generate_summary", {"topic": topic}, then=bool(steps)))
+        args: dict[str, Any] = {"topic": topic} if count is None else {"topic": topic, "max_docs": count}
+        steps.append(Step("generate_summary", args, then=bool(steps)))
     return steps
 
 
@@ -126,7 +153,7 @@ def describe_kb_result(tool: str, content: str, zh: bool, question: str) -> str 
         )
         return head + "\n" + answer_from_passages(question, passages)
     if tool == "generate_summary" and isinstance(data, dict):
-        return str(data.get("summary") or data.get("note") or content)
+        return _summary_text(data, zh)
     if tool == "knowledge_stats" and isinstance(data, dict):
         if zh:
             return (
@@ -151,6 +178,17 @@ def describe_kb_result(tool: str, content: str, zh: bool, question: str) -> str 
     return None
 
 
+def _summary_text(data: dict[str, Any], zh: bool) -> str:
+    """The summary as the tool wrote it; an extractive one gets its first line in the question's language."""
+    summary, topic = str(data.get("summary") or ""), str(data.get("topic") or "")
+    if not summary:
+        return f"知识库中没有关于「{topic}」的资料可以总结。" if zh else f"The knowledge base has nothing on '{topic}' to summarise."
+    if data.get("model") == "offline-extractive":
+        _head, _, body = summary.partition("\n")
+        return summary_head(topic, len(data.get("sources") or []), zh) + "\n" + body
+    return summary
+
+
 def passages_in_prompt(messages: Sequence[BaseMessage]) -> list[dict[str, str]]:
     """The retrieved passages the system prompt carries (the marked data block), best first."""
     for message in messages:
@@ -167,7 +205,7 @@ def knowledge_reply(question: str, messages: Sequence[BaseMessage], tools: set[s
     """Answer from retrieved passages, or say the knowledge base has nothing; None for non-questions."""
     passages = passages_in_prompt(messages)
     if passages:
-        return answer_from_passages(question, passages)
+        return answer_from_passages(question, passages, cut=RELEVANCE_CUT)
     if "search_knowledge" in tools and tokenize(question):
         zh = has_cjk(question)
         return (

@@ -1,35 +1,169 @@
-"""The offline model's replies to memory requests ("记住…", "忘掉…", "I prefer…").
+"""The offline model's memory rules: "记住…", "我喜欢…", "其实…", "我喜欢什么样的回答？", "忘掉…".
 
-The write itself is the memory update's job (validated, audited, after the answer); the model only says
-what will happen, so the user is not told "nothing found in the knowledge base" for "记住我喜欢…".
+A statement to keep is written through the ``remember`` tool, and the answer reports what the rules
+actually decided (saved, already known, updated, or refused and why), never a promise. A question about
+the user is answered from the recalled memories in the prompt, with their ids; it is never stored.
 """
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Sequence
+from typing import Any
 
-from stores.memory.checks import has_forget_intent, has_remember_intent
-from stores.text_analysis import has_cjk
+from langchain_core.messages import BaseMessage, SystemMessage
+
+from models.intents import Step
+from stores.memory.checks import LABELS, has_forget_intent, has_remember_intent
+from stores.memory.extraction import OfflineExtractor
+from stores.memory.rules import ExtractionRequest, content_problem
+from stores.text_analysis import has_cjk, tokenize
 
 _PREFERENCE = re.compile(
-    r"我(?:比较|更)?(?:喜欢|偏好|习惯|希望)|\bI (?:prefer|like|always want)\b", re.IGNORECASE
+    r"我(?:比较|更)?(?:不)?(?:喜欢|偏好|习惯|希望)|\bI (?:prefer|like|always want)\b", re.IGNORECASE
 )
-_LEAD = re.compile(
-    r"^\s*(?:请|麻烦)?(?:你)?(?:帮我)?(?:记住|记下|记一下)[:：，,\s]*|^\s*(?:please\s+)?remember(?:\s+that)?[:,\s]*",
+_QUESTION = re.compile(
+    r"[?？]\s*$|[吗呢]\s*[。.]?$|什么|哪些|哪个|怎样|怎么样|多少|是否|"
+    r"^\s*(?:what|which|who|how|do|does|did|is|are|am|can|could|would|will)\b",
     re.IGNORECASE,
 )
+_ABOUT_ME = re.compile(r"我|\b(?:I|me|my|mine)\b", re.IGNORECASE)
+_SELF_QUESTION = re.compile(
+    r"我(?:的|喜欢|偏好|习惯|讨厌|是谁|叫什么)|你(?:还)?记得|记得我|关于我|"
+    r"\b(?:my|do I|am I|about me|what do you (?:know|remember))\b",
+    re.IGNORECASE,
+)
+_MEMORY_BLOCK = re.compile(r"<(用户长期记忆|user_memories)[^>]*>\n(.*?)\n</\1>", re.S)
+_MEMORY_LINE = re.compile(r"^- \[([^\]\n]*)\] \((\w+)\) (.*)$", re.M)
+_RULE_ERROR = re.compile(r"not remembered \(rule (\d+)\): (.*)", re.S)
+_QUESTION_STOPWORDS = frozenset(tokenize("我 你 用户 什么 什么样 哪些 哪个 怎样 吗 呢 what which do does i my me user"))
 
 
-def memory_reply(question: str) -> str | None:
-    """An acknowledgement for an explicit memory request, or None when the question is not one."""
+def is_question(text: str) -> bool:
+    """A question, not a statement: "我喜欢什么样的回答？" asks, it does not tell."""
+    return bool(_QUESTION.search(text.strip()))
+
+
+def memories_in_prompt(messages: Sequence[BaseMessage]) -> list[dict[str, str]]:
+    """The recalled memories the system prompt carries (the marked data block), best first."""
+    for message in messages:
+        if isinstance(message, SystemMessage):
+            block = _MEMORY_BLOCK.search(message.text)
+            if block:
+                return [
+                    {"id": m.group(1), "memory_type": m.group(2), "content": m.group(3)}
+                    for m in _MEMORY_LINE.finditer(block.group(2))
+                ]
+    return []
+
+
+def _proposal(question: str, memories: list[dict[str, str]]) -> dict[str, Any] | None:
+    """What the offline extractor would write for this statement (ADD, or UPDATE for a correction)."""
+    request = ExtractionRequest("", question, (), tuple(memories))  # type: ignore[arg-type]
+    for op in OfflineExtractor()(request)["operations"]:
+        if op["action"] in {"ADD", "UPDATE"}:
+            return op
+    return None
+
+
+def wants_memory(question: str) -> bool:
+    """A statement to keep: an explicit "记住/remember" or a stated preference, and not a question."""
+    if has_forget_intent(question) or is_question(question):
+        return False
+    return has_remember_intent(question) or bool(_PREFERENCE.search(question))
+
+
+def plan_memory_steps(question: str, tools: set[str], messages: Sequence[BaseMessage]) -> list[Step] | None:
+    """A ``remember`` call for a statement to keep, or None (a remember request is never arithmetic)."""
+    if "remember" not in tools or not wants_memory(question):
+        return None
+    op = _proposal(question, memories_in_prompt(messages))
+    if op is None:
+        return None
+    args: dict[str, Any] = {"content": op["content"], "memory_type": op["type"]}
+    if op["action"] == "UPDATE" and op.get("target_id"):
+        args["replaces"] = op["target_id"]
+    return [Step("remember", args)]
+
+
+def _reason_zh(reason: str) -> str:
+    if reason.startswith("sensitive data: "):
+        labels = {v: v.split(" / ")[0] for v in LABELS.values()}
+        kinds = "、".join(labels.get(k.strip(), k.strip()) for k in reason.removeprefix("sensitive data: ").split(", "))
+        return f"内容含有敏感信息（{kinds}），按记忆规则不能保存"
+    if reason.startswith("content must be"):
+        return "内容长度须在 4–400 个字符之间"
+    return reason
+
+
+def _reason_en(reason: str) -> str:
+    if reason.startswith("sensitive data: "):
+        labels = {v: v.split(" / ")[-1] for v in LABELS.values()}
+        kinds = ", ".join(labels.get(k.strip(), k.strip()) for k in reason.removeprefix("sensitive data: ").split(", "))
+        return f"it contains sensitive data ({kinds}), which the memory rules never store"
+    return reason
+
+
+def describe_memory_result(tool: str, content: str, status: str, zh: bool) -> str | None:
+    """The rules' actual verdict on a ``remember`` call, in the user's language; None for other tools."""
+    if tool != "remember":
+        return None
+    if status == "error":
+        match = _RULE_ERROR.search(content)
+        rule, reason = (match.group(1), match.group(2).strip()) if match else ("?", content.removeprefix("Error: "))
+        if zh:
+            return f"没有记住：{_reason_zh(reason)}（规则 {rule}）。"
+        return f"Not remembered: {_reason_en(reason)} (rule {rule})."
+    try:
+        data = json.loads(content)
+    except ValueError:
+        return None
+    saved, memory_id = data.get("content") or "", data.get("id")
+    if data.get("note"):
+        return f"这条我之前已经记住了：{saved}（记忆 {memory_id}）。" if zh else (
+            f"I already remember that: {saved} (memory {memory_id})."
+        )
+    if data.get("replaced"):
+        if zh:
+            return f"好的，已更新记忆 {memory_id}：原来是“{data['replaced']}”，现在是“{saved}”。"
+        return f"Updated memory {memory_id}: it was \"{data['replaced']}\", now it is \"{saved}\"."
+    return f"好的，我记住了：{saved}（记忆 {memory_id}）。" if zh else f"Got it, I remember: {saved} (memory {memory_id})."
+
+
+def _about_user_reply(question: str, messages: Sequence[BaseMessage], zh: bool) -> str:
+    """Answer "我喜欢什么样的回答？" from the recalled memories that share its words, with their ids."""
+    wanted = {t for t in tokenize(question) if t not in _QUESTION_STOPWORDS}
+    memories = memories_in_prompt(messages)
+    matching = [m for m in memories if not wanted or wanted & set(tokenize(m["content"]))]
+    if not matching:
+        return "我没有关于这个问题的记忆。" if zh else "I have no memory about that."
+    lines = "\n".join(f"- {m['content']} [{m['id']}]" for m in matching)
+    return ("根据我记住的信息：\n" if zh else "From what I remember about you:\n") + lines
+
+
+def memory_reply(question: str, messages: Sequence[BaseMessage] = ()) -> str | None:
+    """A reply when no memory tool ran: questions about the user, forget requests, statements to keep."""
     zh = has_cjk(question)
     if has_forget_intent(question):
         return (
-            "好的，我会忘掉这条记忆（回答之后生效，可用 /memories 查看）。"
+            "好的，我会按记忆规则忘掉这条记忆（回答之后生效，可用 /memories 查看结果）。"
             if zh
-            else "All right, I will forget that (it takes effect after this answer; see /memories)."
+            else "I will forget that under the memory rules (after this answer; check with /memories)."
         )
-    if has_remember_intent(question) or _PREFERENCE.search(question):
-        content = _LEAD.sub("", question).strip(" 。.!！") or question.strip()
-        return f"好的，我记住了：{content}。" if zh else f"Got it, I will remember: {content}."
-    return None
+    recalled = bool(memories_in_prompt(messages))
+    if is_question(question) and (_SELF_QUESTION.search(question) or (recalled and _ABOUT_ME.search(question))):
+        return _about_user_reply(question, messages, zh)
+    if not wants_memory(question):
+        return None
+    op = _proposal(question, memories_in_prompt(messages))
+    if op is None:
+        return None
+    problem = content_problem(op["type"], op["content"], latest_user_message=question)
+    if problem is not None:
+        if zh:
+            return f"没有记住：{_reason_zh(problem.reason)}（规则 {problem.rule}）。"
+        return f"Not remembered: {_reason_en(problem.reason)} (rule {problem.rule})."
+    if zh:
+        return f"这条会在回答之后按记忆规则保存：{op['content']}（可用 /memories 查看结果）。"
+    return f"This will be saved under the memory rules after this answer: {op['content']} (check with /memories)."

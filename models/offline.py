@@ -56,9 +56,15 @@ class OfflineChatModel(LocalChatModel):
         results = {m.tool_call_id: m for m in turn if isinstance(m, ToolMessage)}
         kb_steps = tool_intents.plan_tool_steps(question, names)
         if kb_steps is None:
+            kb_steps = memory_intents.plan_memory_steps(question, names, messages)
+        if kb_steps is None and memory_intents.wants_memory(question):
+            kb_steps = []  # "remember that my team is L1-1" is never arithmetic
+        if kb_steps is None:
             kb_steps = kb_intents.plan_kb_steps(question, names, messages)
+        if kb_steps is None and tool_intents.missing_capability(question, names):
+            kb_steps = []  # "今天杭州天气怎么样？" is not a date question: say what is missing instead
         rounds = intents.rounds_of(kb_steps if kb_steps is not None else intents.plan_steps(question, names))
-        if not rounds and "calculator" in names:
+        if not rounds and kb_steps is None and "calculator" in names:
             # "把第一个问题的结果乘以 2": an earlier turn's result, from the history or the running summary.
             expression = summary.earlier_calculation(question, messages)
             if expression is not None:
@@ -100,7 +106,7 @@ class OfflineChatModel(LocalChatModel):
             return self._message(self._compose(question, executed), messages=messages)
         reply = (
             tool_intents.unavailable_reply(question, names)
-            or memory_intents.memory_reply(question)
+            or memory_intents.memory_reply(question, messages)
             or kb_intents.knowledge_reply(question, messages, names)
         )
         return self._message(reply or intents.capabilities_reply(question, names), messages=messages)
@@ -111,9 +117,9 @@ class OfflineChatModel(LocalChatModel):
         zh = has_cjk(question)
         lines = []
         for tool, _args, content, status in executed:
-            described = (
-                kb_intents.describe_kb_result(tool, content, zh, question) if status == "success" else None
-            )
+            described = memory_intents.describe_memory_result(tool, content, status, zh)
+            if described is None and status == "success":
+                described = kb_intents.describe_kb_result(tool, content, zh, question)
             if described is None:
                 return intents.compose_answer(question, executed)
             lines.append(described)

@@ -34,6 +34,22 @@ _DELETE = [
 ]
 
 
+# What no built-in tool can know: asked for, the offline model says so instead of answering something else.
+_NO_TOOL: list[tuple[re.Pattern[str], str, str, str]] = [
+    (re.compile(r"天气|气温|下雨|下雪|\bweather\b|\bforecast\b", re.I), "weather", "天气", "the weather"),
+    (re.compile(r"股价|\bstock (?:price|market)\b", re.I), "stock", "股价", "stock prices"),
+    (re.compile(r"汇率|\bexchange rate\b", re.I), "exchange", "汇率", "exchange rates"),
+]
+
+
+def missing_capability(question: str, tools: set[str]) -> tuple[str, str] | None:
+    """(中文, English) names of what the question needs and no offered tool provides, or None."""
+    for pattern, key, zh, en in _NO_TOOL:
+        if pattern.search(question) and not any(key in name.lower() for name in tools):
+            return zh, en
+    return None
+
+
 def _json_object(text: str) -> dict[str, Any] | None:
     """The first JSON object in ``text`` (the arguments of an explicit call), or None."""
     start = text.find("{")
@@ -88,6 +104,18 @@ def unavailable_reply(question: str, tools: set[str]) -> str | None:
             if zh:
                 return f"本轮没有可用的工具 {name}（不存在，或你的角色没有使用它的权限）。"
             return f"The tool {name!r} is not available in this turn (it does not exist, or your roles do not permit it)."
+    missing = missing_capability(question, tools)
+    if missing is not None and _EXPLICIT.search(question) is None:
+        names = ", ".join(sorted(tools)) or ("无" if zh else "none")
+        if zh:
+            return (
+                f"我没有查询{missing[0]}的工具，所以回答不了这个问题（不会拿别的信息凑数）。本轮可用的工具：{names}。"
+                "接入提供这类工具的模型或 MCP 服务器后再问。"
+            )
+        return (
+            f"I have no tool for {missing[1]}, so I cannot answer this (and will not guess). Tools available "
+            f"this turn: {names}. Connect a model or an MCP server that offers one, then ask again."
+        )
     if document_to_delete(question) and "delete_document" not in tools:
         if zh:
             return "删除文档需要管理员权限（kb:admin）；你的角色没有这个权限，所以没有删除任何内容。"

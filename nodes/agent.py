@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -20,7 +21,7 @@ from graph.settings import Settings
 from graph.state import State
 from models import get_chat_model
 from models.errors import ModelError, describe_model_error
-from models.tokens import count_message_tokens, estimate_tokens
+from models.tokens import calibration, count_message_tokens, count_tool_tokens, estimate_tokens
 from nodes import prompts
 from nodes.budget import Budget
 from nodes.conversation import current_question, language, run_label, unsummarised
@@ -36,6 +37,28 @@ AgentNode = Callable[[State, Runtime[Context]], dict[str, Any]]
 def final_message(text: str, reason: str) -> AIMessage:
     """An answer the application writes itself (budget stop, empty question): marked so callers can tell."""
     return AIMessage(content=text, response_metadata={"kb_agent_stop": reason, "finish_reason": "stop"})
+
+
+def with_call_ids(response: AIMessage) -> AIMessage:
+    """The reply with an id on every tool call: some OpenAI-compatible servers send none, and a result
+    must name its call (seed 001: check the call id first), or the next request cannot be built."""
+    missing = [c for c in [*response.tool_calls, *response.invalid_tool_calls] if not c.get("id")]
+    if not missing:
+        return response
+    log.info("node=agent %d tool call(s) arrived without an id: assigned", len(missing))
+
+    def fixed(calls: list[Any]) -> list[Any]:
+        return [c if c.get("id") else {**c, "id": f"call_{uuid.uuid4().hex[:24]}"} for c in calls]
+
+    tool_calls, invalid = fixed(response.tool_calls), fixed(response.invalid_tool_calls)
+    wire = response.additional_kwargs.get("tool_calls")
+    kwargs = dict(response.additional_kwargs)
+    if isinstance(wire, list) and len(wire) == len(tool_calls) + len(invalid):
+        ids = [c["id"] for c in [*tool_calls, *invalid]]
+        kwargs["tool_calls"] = [{**w, "id": w.get("id") or i} for w, i in zip(wire, ids, strict=True)]
+    return response.model_copy(
+        update={"tool_calls": tool_calls, "invalid_tool_calls": invalid, "additional_kwargs": kwargs}
+    )
 
 
 def make_agent(
@@ -86,8 +109,13 @@ def make_agent(
             raise described from exc
         if not isinstance(response, AIMessage):
             response = AIMessage(content=response.text)
+        response = with_call_ids(response)
 
         usage = response.usage_metadata or {}
+        if model is None and not ctx.uses_offline_model and usage.get("input_tokens"):
+            # The endpoint's own count teaches the estimate its tokenizer (the summarize node's budget).
+            estimated = count_message_tokens(request) + count_tool_tokens(definitions)
+            calibration.observe(ctx.model_name, estimated, int(usage["input_tokens"]))
         used = usage.get("total_tokens") or (
             count_message_tokens(request) + estimate_tokens(response.text)
         )

@@ -39,7 +39,7 @@ from graph.state import State
 from models import OfflineChatModel, get_chat_model
 from models.deadline import call_with_deadline
 from models.summary import extractive_summary, has_sections, summary_language
-from models.tokens import count_message_tokens, count_tool_tokens, estimate_tokens
+from models.tokens import calibration, count_message_tokens, count_tool_tokens, estimate_tokens
 from nodes import prompts
 from nodes.budget import Budget
 from nodes.conversation import current_question, language, last_human_index
@@ -49,7 +49,9 @@ from tools.registry import ToolRegistry
 
 log = logging.getLogger("kb_agent.summarize")
 
-OFFLINE_WINDOW = 4_096  # small on purpose: demos and tests see the summary at work
+# The offline model has no window of its own: it gets a small real model's (16k), which holds the tool
+# definitions (~1.9k) and five full passages (~1.6k) with room for history; long threads still fold.
+OFFLINE_WINDOW = 16_384
 UNKNOWN_WINDOW = 8_192  # an unknown model gets a cautious limit; set KB_AGENT_CONTEXT_WINDOW
 SUMMARY_BLOCK_OVERHEAD = 24  # the marked block's tags and separators around the summary text
 FAMILY_WINDOWS: tuple[tuple[str, int], ...] = (
@@ -152,9 +154,14 @@ def _block_tokens(lang: str, remaining: dict[str, Any], base: int, **block: Any)
 
 
 def measure(
-    settings: HistoryLimits, state: State, ctx: Settings, definitions: Sequence[dict[str, Any]]
+    settings: HistoryLimits,
+    state: State,
+    ctx: Settings,
+    definitions: Sequence[dict[str, Any]],
+    passages: list[dict[str, Any]] | None = None,
 ) -> tuple[HistoryBudget, int]:
-    """The budget of the next request and the tokens its summary block takes."""
+    """The budget of the next request and the tokens its summary block takes (``passages``: a subset)."""
+    passages = state.passages if passages is None else passages
     question, _ = current_question(state.messages)
     lang = language(question)
     budget = Budget.from_context(ctx)
@@ -162,12 +169,12 @@ def measure(
     base = estimate_tokens(prompts.system_prompt(lang, remaining=remaining))
     current = wire_history(state.messages[max(0, last_human_index(state.messages)) :])
     summary = _text(state.summary)
-    accounts = HistoryBudget(
-        input_budget=settings.input_budget,
+    accounts = HistoryBudget(  # the budget in estimate units, corrected by what the endpoint reported
+        input_budget=int(settings.input_budget / calibration.ratio(ctx.model_name)),
         system=count_message_tokens([SystemMessage(prompts.system_prompt(lang, remaining=remaining))]),
         tools=count_tool_tokens(definitions),
         question=count_message_tokens(current),
-        passages=_block_tokens(lang, remaining, base, passages=state.passages) if state.passages else 0,
+        passages=_block_tokens(lang, remaining, base, passages=passages) if passages else 0,
         memories=_block_tokens(lang, remaining, base, memories=state.memories) if state.memories else 0,
     )
     return accounts, (_block_tokens(lang, remaining, base, summary=summary) if summary else 0)
@@ -321,8 +328,19 @@ def make_summarize(
         round_tokens = [count_message_tokens(wire_history(r)) for r in rounds]
         definitions = offered_definitions(registry, messages, ctx) if registry is not None else []
         accounts, summary_tokens = measure(limits, state, ctx, definitions)
+        if accounts.history < 0 and state.passages:
+            # Retrieved passages are ours, not the user's: the lowest ranked go first, without a warning.
+            kept = list(state.passages)
+            while accounts.history < 0 and kept:
+                kept.pop()
+                accounts, summary_tokens = measure(limits, state, ctx, definitions, kept)
+            log.info(
+                "node=summarize dropped %d of %d passages to fit the input budget (%d tokens)",
+                *(len(state.passages) - len(kept), len(state.passages), accounts.input_budget),
+            )
+            update["passages"] = kept
         history = summary_tokens + sum(round_tokens)
-        if accounts.history < 0:
+        if accounts.history < 0:  # the question, tools or memories alone do not fit: worth a warning
             log.warning(
                 "node=summarize the request exceeds its input budget (%d tokens) without any history: "
                 "system %d, tools %d, question %d, passages %d, memories %d",

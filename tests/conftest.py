@@ -33,4 +33,7 @@ def _offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
             monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("KB_AGENT_HOME", str(tmp_path / "kb-home"))
     monkeypatch.setattr(socket.socket, "connect", _loopback_only)
+    from models.tokens import calibration
+
+    calibration.reset()  # what one test's endpoint reported must not shape another's budget
     yield

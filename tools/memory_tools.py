@@ -36,13 +36,16 @@ def memory_tools(store_for: StoreFor) -> list[ToolSpec]:
     """The memory tool specs; ``store_for`` maps the run's settings to its store."""
     resolve = store_for
 
-    def remember(content: str, memory_type: str = "semantic", *, tool_context: ToolContext) -> str:
+    def remember(
+        content: str, memory_type: str = "semantic", replaces: str = "", *, tool_context: ToolContext
+    ) -> str:
         store = resolve(tool_context.settings)
         entry = store.manage(
             tool_context.user_id,
-            "ADD",
+            "UPDATE" if replaces else "ADD",
             content=content,
             memory_type=memory_type,
+            memory_id=replaces or None,
             thread_id=tool_context.thread_id,
             source="tool",
             latest_user_message=_latest_user_message(tool_context.history),
@@ -50,7 +53,14 @@ def memory_tools(store_for: StoreFor) -> list[ToolSpec]:
         )
         if entry.status == "rejected":
             raise ToolError(f"not remembered (rule {entry.rule}): {entry.reason}")
-        result = {"remembered": True, "id": entry.memory_id, "memory_type": entry.memory_type}
+        result: dict[str, Any] = {
+            "remembered": True,
+            "id": entry.memory_id,
+            "memory_type": entry.memory_type,
+            "content": entry.new_content,
+        }
+        if replaces:
+            result["replaced"] = entry.old_content
         if entry.status == "unchanged":
             result["note"] = "this was already remembered"
         return json.dumps(result, ensure_ascii=False)
@@ -87,7 +97,8 @@ def memory_tools(store_for: StoreFor) -> list[ToolSpec]:
             description=(
                 "Save a durable fact, preference or rule about the current user for future conversations. "
                 "Call it only when the user asks you to remember something or clearly states a lasting "
-                "preference. Write the content as one sentence about the user ('用户喜欢…' / 'The user "
+                "preference; when the user corrects an earlier memory, pass its id as replaces. "
+                "Write the content as one sentence about the user ('用户喜欢…' / 'The user "
                 "prefers …'). Never save passwords, keys, phone, ID-card or bank-card numbers."
             ),
             parameters={
@@ -100,6 +111,13 @@ def memory_tools(store_for: StoreFor) -> list[ToolSpec]:
                         "default": "semantic",
                         "description": "semantic: a fact or preference; episodic: something that happened; "
                         "procedural: how to answer or work for this user.",
+                    },
+                    "replaces": {
+                        "type": "string",
+                        "default": "",
+                        "maxLength": 100,
+                        "description": "The id of the memory this corrects (the user changed their mind); "
+                        "it is updated instead of a second, contradictory memory being added.",
                     },
                 },
                 "required": ["content"],

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
+
+from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
 AUDIT_CHARS = 500
 
@@ -70,6 +73,19 @@ def has_forget_intent(text: str) -> bool:
 def has_remember_intent(text: str) -> bool:
     plain = _plain(text)
     return bool(_REMEMBER.search(plain)) and not has_forget_intent(text)
+
+
+MEMORY_TOOLS = frozenset({"remember", "forget"})
+
+
+def memory_tool_ran(messages: Sequence[BaseMessage]) -> bool:
+    """True when the latest turn already changed memory through a tool (extraction would only repeat it)."""
+    for message in reversed(messages):
+        if isinstance(message, HumanMessage):
+            return False
+        if isinstance(message, ToolMessage) and message.name in MEMORY_TOOLS:
+            return True
+    return False
 
 
 # -- sensitive data (rule 4) ---------------------------------------------------------------------

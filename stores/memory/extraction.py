@@ -40,6 +40,14 @@ _EN_PREFER = re.compile(
     r"(?:prefer|like|love|dislike|hate|don't\s+like|do\s+not\s+like)\b.+)$",
     re.I,
 )
+_CORRECTION = re.compile(
+    r"其实|实际上|更正|纠正|改成|改为|不再|不是.{1,20}而是|"
+    r"\bactually\b|\bin fact\b|\bcorrection\b|\bno longer\b|\banymore\b|\binstead\b|\brather than\b",
+    re.I,
+)
+_GENERIC_TERMS = frozenset(
+    tokenize("用户 我 不 喜欢 偏好 习惯 讨厌 要求 提到 the user prefer like love dislike hate don't not mention ask")
+)
 _ZH_RULE = re.compile(r"^(?:以后|今后|每次|回答|总是|不要|别|请|务必)")
 _EN_RULE = re.compile(r"^(?:always|never|please|answer|reply|respond|use|don't|do not|from now on)\b", re.I)
 _ALL = re.compile(r"所有|全部|一切|everything|all\s+(?:of\s+)?(?:my\s+|your\s+|the\s+)?memor", re.I)
@@ -122,6 +130,43 @@ def _add(memory_type: str, content: str, confidence: float) -> dict[str, Any]:
     }
 
 
+def _subject_terms(content: str) -> set[str]:
+    return {t for t in tokenize(content) if t not in _GENERIC_TERMS}
+
+
+def corrected_memory(text: str, content: str, memories: Sequence[MemoryRecord]) -> MemoryRecord | None:
+    """The memory an explicit correction ("其实我不喜欢…", "actually I prefer…") replaces, or None.
+
+    Without a correction marker a new statement is a new memory; with one, the existing memory that
+    shares most of its subject words (at least half of its own) is the one the user is correcting.
+    """
+    if not _CORRECTION.search(text):
+        return None
+    new_terms = _subject_terms(content)
+    best, best_overlap = None, 0
+    for memory in memories:
+        old_terms = _subject_terms(memory.get("content", ""))
+        overlap = len(new_terms & old_terms)
+        if old_terms and overlap >= max(1, math.ceil(len(old_terms) / 2)) and overlap > best_overlap:
+            best, best_overlap = memory, overlap
+    return best
+
+
+def _propose(
+    text: str, memory_type: str, content: str, confidence: float, memories: Sequence[MemoryRecord]
+) -> dict[str, Any]:
+    target = corrected_memory(text, content, memories)
+    if target is None or target.get("memory_type") != memory_type:
+        return _add(memory_type, content, confidence)
+    return {
+        "action": "UPDATE",
+        "type": memory_type,
+        "content": content,
+        "target_id": target.get("id"),
+        "confidence": confidence,
+    }
+
+
 class OfflineExtractor:
     """Deterministic extraction for explicit statements in the latest user message; nothing else is kept."""
 
@@ -137,12 +182,14 @@ class OfflineExtractor:
         if (zh or en) and not question:
             body = (zh or en).group("body").strip()  # type: ignore[union-attr]
             memory_type, content = _third_person_zh(body) if zh else _third_person_en(body)
-            return {"operations": [_add(memory_type, content, EXPLICIT_CONFIDENCE)]}
+            op = _propose(text, memory_type, content, EXPLICIT_CONFIDENCE, request.existing_memories)
+            return {"operations": [op]}
         zh, en = _ZH_PREFER.match(sentence), _EN_PREFER.match(sentence)
         if (zh or en) and not question:
             body = (zh or en).group("body").strip()  # type: ignore[union-attr]
             memory_type, content = _third_person_zh(body) if zh else _third_person_en(body)
-            return {"operations": [_add(memory_type, content, PREFERENCE_CONFIDENCE)]}
+            op = _propose(text, memory_type, content, PREFERENCE_CONFIDENCE, request.existing_memories)
+            return {"operations": [op]}
         return {"operations": []}
 
     @staticmethod

@@ -65,6 +65,9 @@ Rules:
 3. ADD a new memory (target_id null); UPDATE an existing one (target_id = its id, same type) when the user
    corrects or refines it; DELETE (target_id = its id) only when the user explicitly asks to forget it;
    IGNORE when nothing is worth keeping. Do not ADD what an existing memory already says.
+   An explicit correction ("其实我不喜欢…，我喜欢…", "actually, I prefer …", "not X but Y") UPDATEs the memory
+   it contradicts (its target_id, with the corrected sentence as content); never ADD a second memory that
+   contradicts an existing one.
 4. content: one self-contained sentence of 4–400 characters in the user's language, about "用户…"/"The user …".
 5. Never store secrets or sensitive data: phone numbers, ID-card or bank-card numbers, passwords, API keys or
    tokens, e-mail addresses (unless the user explicitly asks to remember the address).

@@ -28,6 +28,7 @@ from stores.base import MemoryRecord
 from stores.chroma import chroma_client, open_collection
 from stores.embeddings import Embedder
 from stores.fusion import convex
+from stores.memory.checks import memory_tool_ran
 from stores.memory.rules import (
     MAX_SNAPSHOT,
     MEMORY_TYPES,
@@ -423,7 +424,7 @@ class ChromaMemoryStore:
         Extractor errors propagate to the caller, which logs them (the answer is already saved).
         """
         texts = recent_user_messages(messages)
-        if not texts:
+        if not texts or memory_tool_ran(messages):
             return 0
         latest = texts[-1]
         snapshot = self.snapshot(user_id, latest)

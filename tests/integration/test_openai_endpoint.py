@@ -447,3 +447,36 @@ def test_round_budget_stops_a_model_that_never_stops_calling(serve: Serve, graph
     assert [t.content for t in _tool_messages(result["messages"])] == ["1", "2", "3"]
     assert result["budget"]["rounds"] == 3
     _assert_every_call_answered(result["messages"])
+
+
+# --------------------------------------------------------------------------- tool calls without an id
+@pytest.mark.parametrize("streamed", [False, True], ids=["invoke", "stream"])
+def test_a_tool_call_without_an_id_gets_one_on_receipt_and_the_loop_goes_on(
+    serve: Serve, graph: CompiledStateGraph, streamed: bool
+) -> None:
+    server = serve(
+        [
+            ScriptedReply(tool_calls=[{**_calc("6 * 7"), "omit_id": True}, {**_calc("1 + 1"), "omit_id": True}]),
+            ScriptedReply(content="6 × 7 = 42"),
+        ]
+    )
+    inputs = {"messages": [HumanMessage("What is 6 * 7?")]}
+    if streamed:
+        messages: list[BaseMessage] = list(inputs["messages"])
+        for mode, chunk in graph.stream(inputs, context=_ctx(server), stream_mode=["updates", "messages"]):
+            if mode == "updates":
+                for update in chunk.values():
+                    messages += (update or {}).get("messages", [])
+    else:
+        messages = graph.invoke(inputs, context=_ctx(server))["messages"]
+    assert messages[-1].content == "6 × 7 = 42"
+    _assert_every_call_answered(messages)
+    ids = [c["id"] for m in messages if isinstance(m, AIMessage) for c in m.tool_calls]
+    assert len(ids) == 2 and all(ids) and len(set(ids)) == 2
+    assert len(server.requests) == 2
+    second = server.requests[1]["messages"]
+    assistant = next(m for m in second if m["role"] == "assistant")
+    sent = [c["id"] for c in assistant["tool_calls"]]
+    assert all(sent) and len(set(sent)) == 2
+    results = _wire_tool_results(server.requests[1])
+    assert [(t["tool_call_id"], t["content"]) for t in results] == [(sent[0], "42"), (sent[1], "2")]

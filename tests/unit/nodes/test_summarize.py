@@ -49,7 +49,7 @@ from tools.builtin import builtin_registry
 @pytest.mark.parametrize(
     ("name", "window"),
     [
-        ("offline", 4_096),
+        ("offline", 16_384),
         ("gpt-4o-mini", 128_000),
         ("gpt-3.5-turbo", 16_385),
         ("qwen-plus", 131_072),
@@ -66,12 +66,12 @@ def test_context_window_defaults_per_model_family(name: str, window: int) -> Non
 def test_input_budget_is_window_minus_answer_minus_margin() -> None:
     offline = HistoryLimits.from_context(Settings())
     assert (offline.context_window, offline.reserved_answer_tokens, offline.safety_margin_tokens) == (
-        4096,
-        512,
-        204,
+        16_384,
+        2_048,
+        819,
     )
-    assert offline.input_budget == 4096 - 512 - 204
-    assert (offline.keep_recent_rounds, offline.summary_max_tokens) == (3, 512)
+    assert offline.input_budget == 16_384 - 2_048 - 819
+    assert (offline.keep_recent_rounds, offline.summary_max_tokens) == (3, 1_024)
     big = HistoryLimits.from_context(Settings(model="gpt-4o", api_key_env="NOPE"))
     assert big.input_budget == 128_000 - 4_096 - 4_096
     assert HistoryLimits.from_context(Settings(context_window=10_000)).input_budget == 10_000 - 1_250 - 500

@@ -389,3 +389,25 @@ def test_normalised_content_ignores_case_width_space_and_end_punctuation() -> No
 def test_extraction_prompt_states_the_contract() -> None:
     for needle in ('"operations"', "ADD|UPDATE|DELETE|IGNORE", "0.85", "4–400", "semantic", "procedural"):
         assert needle in EXTRACTION_PROMPT
+
+
+def test_extraction_prompt_tells_the_model_a_correction_updates() -> None:
+    assert "correction" in EXTRACTION_PROMPT and "UPDATEs the memory" in EXTRACTION_PROMPT
+    assert "其实我不喜欢" in EXTRACTION_PROMPT
+
+
+def test_offline_extractor_turns_an_explicit_correction_into_an_update() -> None:
+    from stores.memory.extraction import OfflineExtractor
+    from stores.memory.rules import ExtractionRequest
+
+    old = {"id": "m1", "memory_type": "semantic", "content": "用户喜欢简洁的回答"}
+    other = {"id": "m2", "memory_type": "semantic", "content": "用户喜欢喝茶"}
+    request = ExtractionRequest("u", "其实我不喜欢简洁的回答，我喜欢详细的回答", (), (other, old))  # type: ignore[arg-type]
+    [op] = OfflineExtractor()(request)["operations"]
+    assert (op["action"], op["target_id"]) == ("UPDATE", "m1") and "详细" in op["content"]
+    en_old = {"id": "m3", "memory_type": "semantic", "content": "The user prefers short answers"}
+    en = ExtractionRequest("u", "Actually, I prefer detailed answers", (), (en_old,))  # type: ignore[arg-type]
+    assert OfflineExtractor()(en)["operations"][0]["target_id"] == "m3"
+    # without a correction marker, a new preference is a new memory
+    plain = ExtractionRequest("u", "我喜欢详细的回答", (), (old,))  # type: ignore[arg-type]
+    assert OfflineExtractor()(plain)["operations"][0]["action"] == "ADD"

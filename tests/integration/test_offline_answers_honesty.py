@@ -1,0 +1,76 @@
+"""The offline model answers only what it can (issue 13, items 4–5), through the whole graph and a real KB.
+
+No weather tool: it says so instead of giving the date. Loosely related passages are not an answer.
+English questions get English answers and summaries. Seed 003's summary requests carry their passage count.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+
+from graph import build_graph
+
+
+def _ask(question: str) -> tuple[str, list[tuple[str, dict]]]:
+    result = build_graph().invoke({"messages": [HumanMessage(question)]})
+    messages = result["messages"]
+    calls = [(c["name"], c["args"]) for m in messages if isinstance(m, AIMessage) for c in m.tool_calls]
+    return str(messages[-1].content), calls
+
+
+def test_a_weather_question_is_refused_not_answered_with_the_date(kb_home: Path) -> None:
+    answer, calls = _ask("今天杭州天气怎么样？")
+    assert calls == [] and "天气" in answer and "没有" in answer
+    assert "今天是" not in answer and "星期" not in answer
+    english, calls = _ask("What's the weather like in Hangzhou today?")
+    assert calls == [] and "no tool for the weather" in english and "Today is" not in english
+
+
+def test_the_date_is_still_answered(kb_home: Path) -> None:
+    answer, calls = _ask("今天几号？")
+    assert [name for name, _ in calls] == ["get_current_date"] and "今天是" in answer
+
+
+def test_loosely_related_passages_are_not_presented_as_the_answer(kb_home: Path) -> None:
+    answer, _ = _ask("What is the price of an agent license?")
+    assert "From the knowledge base" not in answer and "nothing relevant" in answer
+    zh, _ = _ask("谁发明了检索？")
+    assert "根据知识库" not in zh and "没有找到" in zh
+    relevant, _ = _ask("混合检索用什么方法合并两路结果？")
+    assert "根据知识库" in relevant and "RRF" in relevant
+
+
+def test_an_english_question_gets_an_english_answer_and_summary(kb_home: Path) -> None:
+    answer, _ = _ask("How does RAG work?")
+    assert answer.startswith("From the knowledge base:") and "[rag.md#0]" in answer
+    summary, calls = _ask("summarize what the knowledge base says about RAG, at most 3 passages")
+    assert calls == [("generate_summary", {"topic": "RAG", "max_docs": 3})]
+    assert summary.startswith("What 1 passage says about 'RAG':") and "[rag.md#0]" in summary
+    assert "关于" not in summary and "要点" not in summary
+
+
+@pytest.mark.parametrize(
+    ("question", "topic", "count"),
+    [
+        ("整理一下知识库里 RAG 的内容，最多 3 个片段", "RAG", 3),
+        ("总结一下知识库里检索的内容，最多 2 段资料", "检索", 2),
+        ("归纳一下关于检索的资料，只用两个片段", "检索", 2),
+        ("概括一下知识库中 RAG 的内容，最多 4 个片段", "RAG", 4),
+        ("Summarize the knowledge base on retrieval, top 2", "retrieval", 2),
+        ("summarise what the knowledge base says about RAG using at most 1 passage", "RAG", 1),
+    ],
+)
+def test_summary_requests_with_a_passage_count_call_generate_summary_with_max_docs(
+    kb_home: Path, question: str, topic: str, count: int
+) -> None:
+    answer, calls = _ask(question)
+    assert calls == [("generate_summary", {"topic": topic, "max_docs": count})]
+    assert "[rag.md#" in answer or "nothing on" in answer or "没有关于" in answer
+
+
+def test_a_summary_request_without_a_count_keeps_the_default(kb_home: Path) -> None:
+    _, calls = _ask("整理一下知识库里 RAG 的内容")
+    assert calls == [("generate_summary", {"topic": "RAG"})]

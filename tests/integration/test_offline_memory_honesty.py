@@ -1,0 +1,89 @@
+"""The offline model tells the truth about memory (issue 13, items 1–3), through the whole default graph.
+
+A memory reply reports what the seven rules actually decided; a question about the user is answered from
+recalled memories, never stored; a remember request is never arithmetic; a correction updates the old memory.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+from graph import build_graph
+from graph.open_stores import RunMemory, memory_store, open_memory
+from graph.settings import Settings
+from stores.memory.store import ChromaMemoryStore
+
+
+@pytest.fixture
+def agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.setenv("KB_AGENT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("KB_AGENT_EMBEDDER", "hashing")
+    return build_graph(InMemorySaver(), memory=RunMemory())
+
+
+def _store() -> ChromaMemoryStore:
+    return memory_store(Settings())
+
+
+def ask(graph: Any, question: str, thread: str = "t1", user: str = "alice") -> tuple[str, list[str]]:
+    config = {"configurable": {"thread_id": thread, "user_id": user}}
+    result = graph.invoke({"messages": [HumanMessage(question)]}, config)
+    assert open_memory(Settings()).drain(10)
+    messages = result["messages"]
+    start = max(i for i, m in enumerate(messages) if isinstance(m, HumanMessage))
+    calls = [c["name"] for m in messages[start:] if isinstance(m, AIMessage) for c in m.tool_calls]
+    return str(messages[-1].content), calls
+
+
+def test_a_refused_memory_is_reported_as_refused_with_the_reason(agent: Any) -> None:
+    answer, calls = ask(agent, "记住我的手机号是13812345678")
+    assert calls == ["remember"]
+    assert "我记住了" not in answer and "没有记住" in answer and "电话号码" in answer and "规则 4" in answer
+    assert _store().list("alice") == []
+    english, _ = ask(agent, "remember that my password is hunter22")
+    assert english.startswith("Not remembered") and "password" in english and "hunter22" not in english
+
+
+def test_a_saved_memory_is_reported_with_its_id_and_written_once(agent: Any) -> None:
+    answer, calls = ask(agent, "记住我喜欢简洁的回答")
+    [saved] = _store().list("alice")
+    assert calls == ["remember"] and "我记住了" in answer and saved["id"] in answer
+    audit = [(e.action, e.status) for e in _store().audit.list(user_id="alice")]
+    assert audit == [("ADD", "applied")]  # the tool wrote it; extraction did not repeat it
+    again, _ = ask(agent, "记住我喜欢简洁的回答")
+    assert "之前已经记住" in again and len(_store().list("alice")) == 1
+
+
+def test_a_question_about_the_user_is_answered_from_memories_and_never_stored(agent: Any) -> None:
+    unknown, calls = ask(agent, "我喜欢什么样的回答？")
+    assert calls == [] and "我记住了" not in unknown and "没有" in unknown
+    assert _store().list("alice") == []
+    ask(agent, "我喜欢简洁的回答")
+    [saved] = _store().list("alice")
+    answer, calls = ask(agent, "我喜欢什么样的回答？", thread="t2")
+    assert calls == [] and saved["content"] in answer and f"[{saved['id']}]" in answer
+    assert len(_store().list("alice")) == 1
+
+
+def test_a_remember_request_is_never_arithmetic(agent: Any) -> None:
+    answer, calls = ask(agent, "remember that my team is L1-1")
+    assert calls == ["remember"] and "calculator" not in calls
+    assert "L1-1" in answer and "The result is" not in answer
+    assert [m["content"] for m in _store().list("alice")] == ["The user's team is L1-1"]
+
+
+def test_an_explicit_correction_updates_the_old_memory(agent: Any) -> None:
+    ask(agent, "我喜欢简洁的回答")
+    [old] = _store().list("alice")
+    answer, _ = ask(agent, "其实我不喜欢简洁的回答，我喜欢详细的回答", thread="t2")
+    [now] = _store().list("alice")
+    assert now["id"] == old["id"] and "详细" in now["content"]
+    assert "已更新" in answer and "简洁" in answer
+    update = _store().audit.list(user_id="alice")[0]
+    assert (update.action, update.status) == ("UPDATE", "applied")
+    assert (update.old_content, update.new_content) == (old["content"], now["content"])
