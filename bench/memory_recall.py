@@ -37,7 +37,8 @@ import numpy as np
 
 from stores.embeddings import Embedder, get_embedder
 from stores.fusion import rrf
-from stores.memory.store import ChromaMemoryStore, fuse
+from stores.memory.recall import fuse
+from stores.memory.store import ChromaMemoryStore
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "eval" / "locomo"
 MODES = ("keyword", "vector", "hybrid", "rrf")

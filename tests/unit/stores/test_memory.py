@@ -17,8 +17,9 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from stores.embeddings import HashingEmbedder
+from stores.memory.recall import fuse, keyword_scores
 from stores.memory.rules import ExtractionRequest
-from stores.memory.store import ChromaMemoryStore, fuse, keyword_scores
+from stores.memory.store import ChromaMemoryStore
 
 
 class Clock:
