@@ -20,7 +20,7 @@ from cli import kb as kb_cli
 from cli import memory as memory_cli
 from cli.feedback import feedback_app
 from cli.tools import tools_app
-from graph.api import Agent, EmptyQuestionError, open_agent
+from graph.api import Agent, Answer, EmptyQuestionError, open_agent
 from graph.settings import ConfigError, Settings, env_table
 from models.errors import ModelConfigError, ModelError
 from stores.checkpoint import CheckpointConfigError
@@ -83,6 +83,16 @@ def approval_prompt(console: Console) -> Any:
     return approve
 
 
+def _pending_line(answer: Answer) -> None:
+    """The line under an answer when high-risk memories wait for the user (seed 001)."""
+    if answer.pending_memories:
+        n = answer.pending_memories
+        err.print(
+            f"[yellow]{n} memor{'y waits' if n == 1 else 'ies wait'} for your confirmation "
+            "(health, finances or identity): kb-agent memories pending[/yellow]"
+        )
+
+
 def _setup(verbose: bool) -> None:
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING,
@@ -124,6 +134,7 @@ def ask(
         typer.echo(json.dumps(answer.as_dict(), ensure_ascii=False, indent=2))
     else:
         out.print(escape(answer.text))
+        _pending_line(answer)
     if answer.stop_reason not in (None, "empty_question"):
         raise typer.Exit(3)
 
@@ -234,6 +245,7 @@ def chat(
                     err.print(f"[red]error:[/red] {escape(str(exc))}")
                     continue
                 out.print(escape(answer.text))
+                _pending_line(answer)
     except USER_ERRORS as exc:
         fail(str(exc))
 

@@ -165,6 +165,65 @@ def audit_history(
     out.print(table)
 
 
+@memories.command("pending")
+def pending_memories(user: str | None = UserOption, as_json: bool = JsonOption) -> None:
+    """High-risk memories (health, finances, identity) waiting for this user's confirm or drop."""
+    from stores.memory.pending import pending
+
+    store, user_id = _open(user)
+    held = pending(store, user_id)
+    if as_json:
+        typer.echo(json.dumps([e.as_dict() for e in held], ensure_ascii=False, indent=2))
+        return
+    if not held:
+        out.print("[dim]nothing waits for confirmation[/dim]")
+        return
+    table = Table("id", "time", "action", "type", "content", "why")
+    for e in held:
+        table.add_row(str(e.id), e.created_at[:19], e.action, e.memory_type or "", escape(e.new_content or ""), escape(e.reason or ""))
+    out.print(table)
+    out.print("[dim]kb-agent memories confirm ID · kb-agent memories drop ID[/dim]")
+
+
+@memories.command("confirm")
+def confirm_memory(
+    pending_id: int = typer.Argument(..., help="The pending memory's id (see `memories pending`)."),
+    user: str | None = UserOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Keep a pending memory: it is written as your own request (the rules still apply)."""
+    from stores.memory.pending import PendingMemoryError, confirm
+
+    store, user_id = _open(user)
+    try:
+        entry = confirm(store, user_id, pending_id)
+    except PendingMemoryError as exc:
+        _fail(str(exc), 2)
+        raise
+    _report(entry, as_json, "remembered")
+
+
+@memories.command("drop")
+def drop_memory(
+    pending_id: int = typer.Argument(..., help="The pending memory's id (see `memories pending`)."),
+    user: str | None = UserOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Forget a pending memory without keeping it."""
+    from stores.memory.pending import PendingMemoryError, drop
+
+    store, user_id = _open(user)
+    try:
+        entry = drop(store, user_id, pending_id)
+    except PendingMemoryError as exc:
+        _fail(str(exc), 2)
+        raise
+    if as_json:
+        typer.echo(json.dumps(entry.as_dict(), ensure_ascii=False, indent=2))
+    else:
+        out.print(f"dropped pending memory {pending_id}")
+
+
 def register(app: typer.Typer) -> None:
     """Add the ``memories`` command group to the main CLI."""
     app.add_typer(memories, name="memories")

@@ -32,6 +32,7 @@ from nodes.conversation import last_human_index
 from nodes.summarize import full_history
 from stores.checkpoint import open_checkpointer
 from stores.checkpoint_prune import PruneReport, discard_after, prune_thread
+from stores.memory.pending import pending
 from stores.memory.updater import BackgroundMemoryUpdater
 from stores.threads import ThreadInfo, ThreadOwnershipError, ThreadRegistry
 from tools.approval import APPROVAL_KIND, parse_decision
@@ -73,6 +74,8 @@ class Answer:
     model: str = ""
     # Tool calls waiting for a person (interrupt payloads); answer them with ``Agent.resume``.
     pending_approvals: list[dict[str, Any]] = field(default_factory=list)
+    # High-risk memories of this user waiting for confirmation (``kb-agent memories pending``).
+    pending_memories: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -157,7 +160,20 @@ class Agent:
             raise EmptyQuestionError("the question is empty: type what you want to ask")
         config, ctx = self._run_args(thread_id, user_id)
         self.registry.claim(thread_id, ctx.user_id, title=question)
-        return self._drive({"messages": [HumanMessage(question)]}, config, ctx, on_event, approve)
+        answer = self._drive({"messages": [HumanMessage(question)]}, config, ctx, on_event, approve)
+        answer.pending_memories = self._pending_memories(ctx.user_id)
+        return answer
+
+    def _pending_memories(self, user_id: str) -> int:
+        """How many of the user's high-risk memories wait for confirmation (held by earlier turns)."""
+        store = getattr(self.memory, "store", None)
+        if store is None or not hasattr(store, "audit"):
+            return 0
+        try:
+            return len(pending(store, user_id))
+        except Exception:  # a hint for the user: never a reason to fail the answer
+            log.exception("could not count pending memories of %s", user_id)
+            return 0
 
     def resume(
         self,

@@ -120,6 +120,17 @@ def describe_memory_result(tool: str, content: str, status: str, zh: bool) -> st
     except ValueError:
         return None
     saved, memory_id = data.get("content") or "", data.get("id")
+    if data.get("pending"):
+        held = data.get("pending_id")
+        if zh:
+            return (
+                f"这条涉及健康、财务或身份的信息还没有保存：{saved}。确认后才会记住："
+                f"kb-agent memories confirm {held}（或 drop {held} 放弃）。"
+            )
+        return (
+            f"Not saved yet: {saved} touches health, finances or identity, so it waits for your confirmation: "
+            f"kb-agent memories confirm {held} (or drop {held})."
+        )
     if data.get("note"):
         return f"这条我之前已经记住了：{saved}（记忆 {memory_id}）。" if zh else (
             f"I already remember that: {saved} (memory {memory_id})."

@@ -16,7 +16,7 @@ from typing import Any
 
 from stores.sql import open_database
 
-STATUSES = ("applied", "unchanged", "rejected", "failed")  # failed: the extraction itself
+STATUSES = ("applied", "unchanged", "rejected", "failed", "pending", "dropped")
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS memory_audit (
     id {serial} PRIMARY KEY,

@@ -53,6 +53,12 @@ def memory_tools(store_for: StoreFor) -> list[ToolSpec]:
         )
         if entry.status == "rejected":
             raise ToolError(f"not remembered (rule {entry.rule}): {entry.reason}")
+        if entry.status == "pending":  # high-risk: held until the user confirms (stores.memory.pending)
+            return json.dumps(
+                {"remembered": False, "pending": True, "pending_id": entry.id, "content": entry.new_content,
+                 "note": entry.reason},
+                ensure_ascii=False,
+            )
         result: dict[str, Any] = {
             "remembered": True,
             "id": entry.memory_id,

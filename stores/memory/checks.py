@@ -210,3 +210,33 @@ def redact(text: str, limit: int = AUDIT_CHARS) -> str:
     out.append(normal[pos:])
     result = "".join(out)
     return result if len(result) <= limit else result[:limit] + f"…(+{len(result) - limit} chars)"
+
+
+# High-risk subjects (seed 001): remembered only once the user confirms. Words, not a classifier: a miss
+# is stored as usual, a false alarm costs one confirmation.
+_HIGH_RISK = {
+    "health": re.compile(
+        r"病|药|诊断|怀孕|抑郁|焦虑症|手术|过敏|血压|血糖|癌|艾滋|HIV|精神|心理咨询|"
+        r"\b(?:diagnos\w*|illness|disease|medication|medicine|pregnan\w*|depress\w*|anxiety|surgery|"
+        r"allerg\w*|blood pressure|diabet\w*|cancer|therapy|therapist|mental health)\b",
+        re.I,
+    ),
+    "finances": re.compile(
+        r"工资|薪水|月薪|年薪|收入|存款|负债|欠款|贷款|房贷|信用卡|投资|股票|理财|资产|"
+        r"\b(?:salary|income|savings|debt|loan|mortgage|credit card|invest\w*|stocks?|net worth|bank account)\b",
+        re.I,
+    ),
+    "identity": re.compile(
+        r"宗教|信仰|政治|党员|性取向|同性恋|民族|种族|国籍|护照|"
+        r"\b(?:religio\w*|political|sexual orientation|gay|lesbian|ethnicity|race|nationality|passport)\b",
+        re.I,
+    ),
+}
+
+
+def high_risk(content: str) -> str | None:
+    """The high-risk subject ``content`` touches (health, finances, identity), else None."""
+    for subject, pattern in _HIGH_RISK.items():
+        if pattern.search(content or ""):
+            return subject
+    return None

@@ -23,6 +23,7 @@ from stores.memory.checks import (
     email_allowed,
     has_forget_intent,
     has_remember_intent,
+    high_risk,
     redact,
     sensitive_kinds,
 )
@@ -326,6 +327,16 @@ def _apply_one(op: Operation, ctx: _Context) -> Rejection | dict[str, Any]:
     if problem:
         return problem
     content, memory_type = (op.content or "").strip(), str(op.memory_type)
+    subject = high_risk(content)
+    if subject and not ctx.explicit:  # seed 001: high-risk memories wait for the user's confirmation
+        return {
+            "action": op.action,
+            "status": "pending",
+            "memory_id": op.target_id,
+            "memory_type": memory_type,
+            "new_content": content,
+            "reason": f"about {subject}: kept only when the user confirms (kb-agent memories pending)",
+        }
     if op.action == "ADD":
         record, created = writer.add(user_id, memory_type, content, thread_id=ctx.thread_id)  # rule 5: upsert
         if created:

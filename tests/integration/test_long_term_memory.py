@@ -343,3 +343,32 @@ def test_memories_cli_manages_one_users_memories(monkeypatch: pytest.MonkeyPatch
     ]
     assert history[2]["old_content"] == PREFERENCE and history[2]["new_content"] == "用户喜欢简洁的英文回答"
     assert len(json.loads(run(app, ["memories", "list", "--user", "bob", "--json"]).stdout)) == 1
+
+
+def test_a_high_risk_fact_waits_for_the_user_who_confirms_or_drops_it_by_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cli.app import app as kb_app
+    from graph.api import open_agent
+    from graph.settings import Settings
+
+    monkeypatch.setenv("KB_AGENT_EMBEDDER", "hashing")
+    monkeypatch.setenv("KB_AGENT_HOME", str(tmp_path / "home"))
+    with open_agent(Settings(user_id="dora")) as agent:
+        first = agent.ask("记住我在吃降压药", thread_id="t1")
+        assert agent.memory is not None and agent.memory.drain(10)
+        second = agent.ask("你好", thread_id="t1")
+    assert "降压药" not in json.dumps(agent.memories("dora"), ensure_ascii=False)  # nothing pending is recalled
+    assert "还没有保存" in first.text and "memories confirm" in first.text  # the verdict, not "记住了"
+    assert second.pending_memories == 1
+    run = CliRunner().invoke
+    held = json.loads(run(kb_app, ["memories", "pending", "--user", "dora", "--json"]).stdout)
+    assert [e["status"] for e in held] == ["pending"] and "降压药" in held[0]["new_content"]
+    shown = run(kb_app, ["memories", "pending", "--user", "dora"])
+    assert "confirm ID" in shown.stdout
+    confirmed = run(kb_app, ["memories", "confirm", str(held[0]["id"]), "--user", "dora"])
+    assert confirmed.exit_code == 0, confirmed.output
+    listed = json.loads(run(kb_app, ["memories", "list", "--user", "dora", "--json"]).stdout)
+    assert any("降压药" in m["content"] for m in listed)
+    again = run(kb_app, ["memories", "drop", str(held[0]["id"]), "--user", "dora"])
+    assert again.exit_code == 2 and "no pending memory" in again.stderr
