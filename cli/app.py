@@ -18,6 +18,7 @@ from rich.table import Table
 
 from cli import kb as kb_cli
 from cli import memory as memory_cli
+from cli.terminal import undecodable
 from cli.tools import tools_app
 from graph.api import Agent, EmptyQuestionError, open_agent
 from graph.settings import ConfigError, Settings, env_table
@@ -210,12 +211,18 @@ def chat(
         with open_agent(_context(user)) as agent:
             model = agent.context.model_name
             out.print(f"[dim]kb-agent · model {model} · thread {thread} · {CHAT_HELP}[/dim]")
+            _lenient_stdin()
             while True:
                 try:
                     line = input("› ").strip()
                 except (EOFError, KeyboardInterrupt):
                     out.print()
                     break
+                if bad := undecodable(line):
+                    err.print(
+                        f"[red]error:[/red] that line is not valid UTF-8 (bytes {escape(bad)}): not sent"
+                    )
+                    continue
                 if not line:
                     continue
                 if line.startswith("/"):
@@ -235,6 +242,13 @@ def chat(
                 out.print(escape(answer.text))
     except USER_ERRORS as exc:
         fail(str(exc))
+
+
+def _lenient_stdin() -> None:
+    """Read stdin with surrogate escapes, so a line that is not UTF-8 is refused instead of ending the chat."""
+    reconfigure = getattr(sys.stdin, "reconfigure", None)
+    if reconfigure is not None:
+        reconfigure(errors="surrogateescape")
 
 
 threads_app = typer.Typer(no_args_is_help=True, help="Your threads: list them, show one, clear one.")
@@ -318,7 +332,25 @@ memory_cli.register(app)
 app.add_typer(tools_app, name="tools")
 
 
+def refuse_undecodable(args: list[str]) -> None:
+    """An argument that is not UTF-8 (raw bytes from the shell) is one line and exit 2, before anything opens.
+
+    ``ingest`` is left alone: any bytes make a valid path, and the loader reports such a file by itself.
+    """
+    if args[:1] == ["ingest"]:
+        return
+    for n, arg in enumerate(args, 1):
+        if bad := undecodable(arg):
+            err.print(
+                f"[red]error:[/red] argument {n} is not valid UTF-8 (bytes {escape(bad)}): "
+                "retype it, or set the terminal to UTF-8",
+                soft_wrap=True,
+            )
+            raise SystemExit(2)
+
+
 def main() -> None:
+    refuse_undecodable(sys.argv[1:])
     app()
 
 

@@ -110,9 +110,16 @@ def read_groups(path: Path, root: Path | None = None) -> list[str] | None:
     return list(dict.fromkeys(name for name in names if name))
 
 
+def shown_path(path: Path | str) -> str:
+    """A path for a report line: bytes that are not UTF-8 appear as ``\\xff`` instead of breaking the print."""
+    return os.fsencode(str(path)).decode("utf-8", "backslashreplace")
+
+
 def load(path: Path, root: Path) -> LoadedDocument:
     """Read one file into sections; raise DocumentError saying why it cannot be ingested."""
     path, suffix = Path(path), Path(path).suffix.lower()
+    if shown_path(path) != str(path):  # the name would become a chunk id, a manifest key, a citation
+        raise DocumentError("the file's path is not valid UTF-8: rename it")
     if suffix not in SUPPORTED:
         kinds = ", ".join(sorted(SUPPORTED))
         raise DocumentError(f"unsupported file type {suffix or '(no suffix)'!r} (supported: {kinds})")
