@@ -21,6 +21,7 @@ from rich.table import Table
 from graph.settings import ConfigError, Settings
 from tools.approval import ApprovalDecision, ApprovalRequest, Approver
 from tools.executor import ToolCallRequest, ToolExecutor
+from tools.nesting import depth_message, json_too_deep
 from tools.permissions import grant_for
 from tools.registry import ToolContext, ToolRegistry
 
@@ -129,6 +130,8 @@ def call_tool(
     as_json: bool = typer.Option(False, "--json", help="Print the outcome as JSON."),
 ) -> None:
     """Run one call through the platform: validation, permission, approval, timeout."""
+    if json_too_deep(args):  # json.loads itself would raise RecursionError
+        _fail(depth_message("--args"), 2)
     try:
         parsed = json.loads(args)
     except json.JSONDecodeError as exc:
