@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from cli.terminal import json_text, shown
 from graph.open_stores import open_knowledge_base
 from graph.settings import Settings
 
@@ -24,7 +23,7 @@ err = Console(stderr=True)
 
 
 def _fail(message: str, code: int = 1) -> None:
-    err.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
+    err.print(f"[red]error:[/red] {shown(message)}", soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -82,14 +81,14 @@ def ingest(
         "chunks_deleted": result.chunks_deleted,
     }
     if as_json:
-        typer.echo(json.dumps(summary, ensure_ascii=False, indent=2))
+        typer.echo(json_text(summary))
         return
     out.print(
         f"added {len(result.added)} · updated {len(result.updated)} · unchanged {len(result.unchanged)} · "
         f"removed {len(result.removed)} · skipped {len(result.skipped)} · chunks written {result.chunks_written}"
     )
     for source, reason in result.skipped:
-        out.print(f"[yellow]skipped[/yellow] {escape(source)}: {escape(reason)}")
+        out.print(f"[yellow]skipped[/yellow] {shown(source)}: {shown(reason)}")
 
 
 def stats(as_json: bool = typer.Option(False, "--json")) -> None:
@@ -99,10 +98,10 @@ def stats(as_json: bool = typer.Option(False, "--json")) -> None:
         kb.stats() if kb is not None else {"documents": 0, "chunks": 0, "last_update": None, "embedder": None}
     )
     if as_json:
-        typer.echo(json.dumps(data, ensure_ascii=False, default=str, indent=2))
+        typer.echo(json_text(data, default=str))
         return
     for key, value in data.items():
-        out.print(f"{key}: {value}")
+        out.print(f"{key}: {shown(value)}")
 
 
 def search(
@@ -125,7 +124,7 @@ def search(
         [] if kb is None else kb.search(query, user_id=ctx.user_id, groups=ctx.group_list, top_k=k, mode=mode)
     )
     if as_json:
-        typer.echo(json.dumps(hits, ensure_ascii=False, default=str, indent=2))
+        typer.echo(json_text(hits, default=str))
         return
     if not hits:
         out.print("no relevant passages")
@@ -133,7 +132,7 @@ def search(
         text = str(hit.get("text", "")).replace("\n", " ")
         found = "+".join(hit.get("retrievers", []))
         out.print(
-            f"{rank}. [bold]{escape(str(hit['id']))}[/bold] {hit.get('score', 0):.4f} ({found})\n   {escape(text[:200])}"
+            f"{rank}. [bold]{shown(str(hit['id']))}[/bold] {hit.get('score', 0):.4f} ({found})\n   {shown(text[:200])}"
         )
 
 
@@ -225,9 +224,9 @@ def evaluate(
 
     results = evaluate_modes(search_ids, queries, chosen, k, model_calls=lambda: calls[0])
     for problem in problems:
-        err.print(f"[yellow]warning:[/yellow] {escape(str(problem))}")
+        err.print(f"[yellow]warning:[/yellow] {shown(str(problem))}")
     if as_json:
-        typer.echo(json.dumps(results, ensure_ascii=False, indent=2))
+        typer.echo(json_text(results))
         return
     table = Table("metric", *chosen)
     metrics = [key for key in next(iter(results.values())) if key != "queries"]

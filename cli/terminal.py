@@ -7,7 +7,9 @@ from outside goes through :func:`clean`; arguments and stdin go through :func:`u
 
 from __future__ import annotations
 
+import json
 import re
+from typing import Any
 
 # CSI (ESC [ … final), OSC (ESC ] … BEL or ST), other ESC sequences (DCS/SOS/PM/APC strings up to ST,
 # two-byte escapes), their 8-bit C1 forms, then any C0/C1 control left except \n and \t.
@@ -42,3 +44,20 @@ def undecodable(text: str) -> str | None:
 
 def _escaped(found: list[str]) -> bool:
     return all("\udc80" <= char <= "\udcff" for char in found)
+
+
+def shown(text: object) -> str:
+    """Outside text for a rich ``print``: cleaned, and its ``[…]`` kept literal (not read as markup)."""
+    from rich.markup import escape
+
+    return escape(clean(text))
+
+
+_RAW_IN_JSON = re.compile("[\x7f-\x9f\ud800-\udfff]")  # json.dumps(ensure_ascii=False) leaves these raw
+
+
+def json_text(data: Any, **options: Any) -> str:
+    """``data`` as indented JSON whose text cannot drive the terminal: C1 controls and bytes that are not
+    UTF-8 are written as ``\\u`` escapes (C0 ones always are), so the data itself is unchanged."""
+    text = json.dumps(data, ensure_ascii=False, indent=2, **options)
+    return _RAW_IN_JSON.sub(lambda match: f"\\u{ord(match.group()):04x}", text)

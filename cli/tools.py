@@ -15,9 +15,9 @@ from typing import Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
+from cli.terminal import json_text, shown
 from graph.settings import ConfigError, Settings
 from tools.approval import ApprovalDecision, ApprovalRequest, Approver
 from tools.executor import ToolCallRequest, ToolExecutor
@@ -31,7 +31,7 @@ err = Console(stderr=True)
 
 
 def _fail(message: str, code: int = 1) -> None:
-    err.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
+    err.print(f"[red]error:[/red] {shown(message)}", soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -59,9 +59,9 @@ def prompt_approver(console: Console) -> Approver:
     """Ask y/N on the terminal; no answer (end of input) is a no."""
 
     def approve(request: ApprovalRequest) -> ApprovalDecision:
-        console.print(f"[bold yellow]approval needed[/bold yellow]: {escape(request.description)}")
+        console.print(f"[bold yellow]approval needed[/bold yellow]: {shown(request.description)}")
         args = json.dumps(request.args, ensure_ascii=False)
-        console.print(f"  tool [bold]{escape(request.tool)}[/bold] ({request.source}) with {escape(args)}")
+        console.print(f"  tool [bold]{shown(request.tool)}[/bold] ({request.source}) with {shown(args)}")
         try:
             yes = typer.confirm("Approve this call?", default=False, err=True)
         except typer.Abort:
@@ -79,7 +79,7 @@ def _mcp_problems(ctx: Settings) -> None:
 
     manager = shared_manager(ctx.mcp_config)
     for server, why in {**manager.errors, **manager.skipped}.items():
-        err.print(f"[yellow]warning:[/yellow] MCP {escape(server)}: {escape(why)}", soft_wrap=True)
+        err.print(f"[yellow]warning:[/yellow] MCP {shown(server)}: {shown(why)}", soft_wrap=True)
 
 
 @tools_app.command("list")
@@ -106,19 +106,19 @@ def list_tools(
         for spec in registry
     ]
     if as_json:
-        typer.echo(json.dumps(rows, ensure_ascii=False, indent=2))
+        typer.echo(json_text(rows))
         return
     table = Table("tool", "source", "permissions", "approval", "allowed")
     for row in rows:
         table.add_row(
-            row["name"],
-            row["source"],
-            ", ".join(row["permissions"]) or "-",
+            shown(row["name"]),  # an MCP server names its own tools
+            shown(row["source"]),
+            shown(", ".join(row["permissions"]) or "-"),
             "yes" if row["approval"] else "-",
             "yes" if row["allowed"] else "[red]no[/red]",
         )
     out.print(table)
-    out.print(f"[dim]user {escape(ctx.user_id)} · roles {escape(', '.join(grant.roles) or 'none')}[/dim]")
+    out.print(f"[dim]user {shown(ctx.user_id)} · roles {shown(', '.join(grant.roles) or 'none')}[/dim]")
 
 
 @tools_app.command("call")
@@ -154,16 +154,12 @@ def call_tool(
     statuses = {e.get("status") for e in events}
     if as_json:
         typer.echo(
-            json.dumps(
-                {"tool": name, "status": outcome.status, "content": outcome.content, "events": events},
-                ensure_ascii=False,
-                indent=2,
-            )
+            json_text({"tool": name, "status": outcome.status, "content": outcome.content, "events": events})
         )
     elif outcome.status == "success":
-        out.print(escape(outcome.content))
+        out.print(shown(outcome.content))
     else:
-        err.print(f"[red]{escape(outcome.content)}[/red]", soft_wrap=True)
+        err.print(f"[red]{shown(outcome.content)}[/red]", soft_wrap=True)
     if outcome.status == "success":
         return
     if "denied" in statuses:

@@ -38,7 +38,9 @@ def test_the_model_gets_a_tool_error_for_deep_arguments() -> None:
     received: list[Any] = []
     registry = ToolRegistry()
     registry.register(
-        ToolSpec("echo", "Echo.", {"type": "object", "properties": {"x": {}}}, lambda **kw: received.append(kw))
+        ToolSpec(
+            "echo", "Echo.", {"type": "object", "properties": {"x": {}}}, lambda **kw: received.append(kw)
+        )
     )
     events: list[dict[str, Any]] = []
     [outcome] = ToolExecutor(registry).run(
