@@ -182,6 +182,7 @@ def evaluate(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Recall@K, Precision@K, MRR, nDCG@K and latency per retrieval mode, side by side."""
+    from stores.chunking import source_of_chunk
     from stores.evaluation import evaluate_modes, load_seed_testset
 
     chosen = _modes(modes, eval_modes=True)
@@ -192,7 +193,7 @@ def evaluate(
         kb, queries, problems, id_map = _beir_index(dataset, ctx)
 
         def to_doc(chunk_id: str) -> str:
-            source = Path(chunk_id.split("#", 1)[0]).name
+            source = Path(source_of_chunk(chunk_id)).name
             return id_map.get(source, source)
     else:
         kb = open_knowledge_base(ctx)
