@@ -2,8 +2,8 @@
 
 ``call`` runs one call exactly as the agent's tools node does — schema validation, the caller's
 permissions, a y/N approval for high-impact tools, the timeout — so an operator can try a tool (an MCP
-server's, say) without a model in the loop. Exit codes: 0 done, 1 the tool failed, 2 bad ``--args``,
-4 permission denied, 5 approval refused.
+server's, say) without a model in the loop. Exit codes: 0 done, 1 the tool failed, 2 bad ``--args`` (not
+JSON, too deep, or refused by the tool's schema), 4 permission denied, 5 approval refused.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from tools.approval import ApprovalDecision, ApprovalRequest, Approver
 from tools.executor import ToolCallRequest, ToolExecutor
 from tools.nesting import depth_message, json_too_deep
 from tools.permissions import grant_for
-from tools.registry import ToolContext, ToolRegistry
+from tools.registry import ToolArgumentError, ToolContext, ToolRegistry, validate_arguments
 
 tools_app = typer.Typer(no_args_is_help=True, help="The tools the agent can call: list them, call one.")
 out = Console()
@@ -166,4 +166,13 @@ def call_tool(
         raise typer.Exit(4)
     if "approval_denied" in statuses:
         raise typer.Exit(5)
-    raise typer.Exit(1)
+    raise typer.Exit(2 if _bad_arguments(registry, name, parsed) else 1)
+
+
+def _bad_arguments(registry: ToolRegistry, name: str, args: dict[str, Any]) -> bool:
+    """Whether the call failed on its arguments (exit 2, like bad JSON), not in the tool (exit 1)."""
+    try:
+        validate_arguments(registry.get(name), args)
+    except ToolArgumentError:
+        return True
+    return False
