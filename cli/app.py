@@ -23,6 +23,7 @@ from graph.api import Agent, EmptyQuestionError, open_agent
 from graph.settings import ConfigError, Settings, env_table
 from models.errors import ModelConfigError, ModelError
 from stores.checkpoint import CheckpointConfigError
+from stores.disk import disk_full
 from stores.threads import ThreadOwnershipError
 
 app = typer.Typer(
@@ -37,6 +38,12 @@ USER_ERRORS = (ModelError, ModelConfigError, ConfigError, CheckpointConfigError,
 def fail(message: str, code: int = 1) -> None:
     err.print(f"[red]error:[/red] {shown(message)}", soft_wrap=True)
     raise typer.Exit(code)
+
+
+def fail_on_full_disk(exc: Exception) -> None:
+    """One line and exit 1 when ``exc`` comes from a full disk; otherwise return (the caller re-raises)."""
+    if full := disk_full(exc, Settings().data_dir):
+        fail(str(full))
 
 
 def tool_status_printer(console: Console) -> Any:
@@ -119,6 +126,9 @@ def ask(
             )
     except USER_ERRORS as exc:
         fail(str(exc))
+    except Exception as exc:
+        fail_on_full_disk(exc)
+        raise
     if as_json:
         typer.echo(json_text(answer.as_dict()))
     else:
@@ -237,6 +247,11 @@ def chat(
                     )
                 except (ModelError, ThreadOwnershipError) as exc:
                     err.print(f"[red]error:[/red] {shown(str(exc))}")
+                    continue
+                except Exception as exc:  # a full disk: this question is not kept, the chat goes on
+                    if not (full := disk_full(exc, Settings().data_dir)):
+                        raise
+                    err.print(f"[red]error:[/red] {shown(str(full))}")
                     continue
                 out.print(shown(answer.text))
     except USER_ERRORS as exc:

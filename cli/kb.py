@@ -15,6 +15,7 @@ from rich.table import Table
 from cli.terminal import json_text, shown
 from graph.open_stores import open_knowledge_base
 from graph.settings import Settings
+from stores.disk import disk_full
 
 MODES = ("bm25", "vector", "hybrid")
 EVAL_CHUNK_TOKENS = 480
@@ -61,16 +62,22 @@ def ingest(
     missing = [str(p) for p in paths if not p.exists()]
     if missing:
         _fail(f"no such file or folder: {', '.join(missing)}", 2)
-    kb = open_knowledge_base(Settings(), create=True)
+    settings = Settings()
     group_list = [g.strip() for g in groups.split(",") if g.strip()] if groups else None
     columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
-    with Progress(*columns, console=err, transient=True, disable=as_json) as progress:
-        task = progress.add_task("ingesting", total=None)
+    try:
+        kb = open_knowledge_base(settings, create=True)
+        with Progress(*columns, console=err, transient=True, disable=as_json) as progress:
+            task = progress.add_task("ingesting", total=None)
 
-        def report(source: str, done: int, total: int) -> None:
-            progress.update(task, description=f"ingesting {source[-50:]}", completed=done, total=total)
+            def report(source: str, done: int, total: int) -> None:
+                progress.update(task, description=f"ingesting {source[-50:]}", completed=done, total=total)
 
-        result = kb.ingest(paths, groups=group_list, prune=prune, progress=report)
+            result = kb.ingest(paths, groups=group_list, prune=prune, progress=report)
+    except Exception as exc:
+        if full := disk_full(exc, settings.data_dir):
+            _fail(str(full))
+        raise
     summary = {
         "added": result.added,
         "updated": result.updated,
