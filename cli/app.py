@@ -13,17 +13,18 @@ from typing import Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from cli import kb as kb_cli
 from cli import memory as memory_cli
 from cli.feedback import feedback_app
+from cli.terminal import json_text, shown, undecodable
 from cli.tools import tools_app
 from graph.api import Agent, Answer, EmptyQuestionError, open_agent
 from graph.settings import ConfigError, Settings, env_table
 from models.errors import ModelConfigError, ModelError
 from stores.checkpoint import CheckpointConfigError
+from stores.disk import disk_full
 from stores.threads import ThreadOwnershipError
 
 app = typer.Typer(
@@ -36,8 +37,14 @@ USER_ERRORS = (ModelError, ModelConfigError, ConfigError, CheckpointConfigError,
 
 
 def fail(message: str, code: int = 1) -> None:
-    err.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
+    err.print(f"[red]error:[/red] {shown(message)}", soft_wrap=True)
     raise typer.Exit(code)
+
+
+def fail_on_full_disk(exc: Exception) -> None:
+    """One line and exit 1 when ``exc`` comes from a full disk; otherwise return (the caller re-raises)."""
+    if full := disk_full(exc, Settings().data_dir):
+        fail(str(full))
 
 
 def tool_status_printer(console: Console) -> Any:
@@ -46,7 +53,7 @@ def tool_status_printer(console: Console) -> Any:
     def show(event: dict[str, Any]) -> None:
         if event.get("type") != "tool_call":
             return
-        status, tool = event.get("status"), event.get("tool")
+        status, tool = event.get("status"), shown(event.get("tool"))  # a model may name a tool anything
         if status == "executing":
             console.print(f"[dim]⚙ {tool} …[/dim]")
         elif status == "done":
@@ -60,7 +67,7 @@ def tool_status_printer(console: Console) -> Any:
         elif status == "denied":
             console.print(f"[yellow]✗ {tool}: permission denied[/yellow]")
         else:
-            console.print(f"[yellow]✗ {tool}: {escape(str(event.get('error', status)))}[/yellow]")
+            console.print(f"[yellow]✗ {tool}: {shown(str(event.get('error', status)))}[/yellow]")
 
     return show
 
@@ -70,9 +77,9 @@ def approval_prompt(console: Console) -> Any:
 
     def approve(payload: dict[str, Any]) -> dict[str, Any]:
         if payload.get("error"):
-            console.print(f"[yellow]{escape(str(payload['error']))}[/yellow]")
+            console.print(f"[yellow]{shown(str(payload['error']))}[/yellow]")
         console.print(
-            f"[bold yellow]approval needed[/bold yellow]: {escape(str(payload.get('description')))}"
+            f"[bold yellow]approval needed[/bold yellow]: {shown(str(payload.get('description')))}"
         )
         try:
             yes = typer.confirm("Approve this call?", default=False, err=True)
@@ -130,10 +137,13 @@ def ask(
             )
     except USER_ERRORS as exc:
         fail(str(exc))
+    except Exception as exc:
+        fail_on_full_disk(exc)
+        raise
     if as_json:
-        typer.echo(json.dumps(answer.as_dict(), ensure_ascii=False, indent=2))
+        typer.echo(json_text(answer.as_dict()))
     else:
-        out.print(escape(answer.text))
+        out.print(shown(answer.text))
         _pending_line(answer)
     if answer.stop_reason not in (None, "empty_question"):
         raise typer.Exit(3)
@@ -149,10 +159,10 @@ def _print_history(agent: Agent, thread: str, include_folded: bool) -> None:
     """The thread as the model sees it (summary + recent rounds), or every message with ``--all``."""
     summary = "" if include_folded else agent.summary(thread)
     if summary:
-        out.print(f"[bold]summary[/bold]: {escape(summary)}")
+        out.print(f"[bold]summary[/bold]: {shown(summary)}")
     for message in agent.history(thread, include_folded=include_folded):
         text = message.text or json.dumps(getattr(message, "tool_calls", []), ensure_ascii=False)
-        out.print(f"[bold]{message.type}[/bold]: {escape(text)}")
+        out.print(f"[bold]{message.type}[/bold]: {shown(text)}")
 
 
 def _chat_command(agent: Agent, line: str, state: dict[str, str]) -> bool:
@@ -160,7 +170,7 @@ def _chat_command(agent: Agent, line: str, state: dict[str, str]) -> bool:
     try:
         return _run_command(agent, line, state)
     except ThreadOwnershipError as exc:
-        err.print(f"[red]error:[/red] {escape(str(exc))}")
+        err.print(f"[red]error:[/red] {shown(str(exc))}")
         return True
 
 
@@ -185,7 +195,7 @@ def _run_command(agent: Agent, line: str, state: dict[str, str]) -> bool:
         table = Table("thread", "title", "last activity")
         for info in agent.threads():
             mark = " *" if info.thread_id == state["thread"] else ""
-            table.add_row(info.thread_id + mark, escape(info.title), info.last_activity)
+            table.add_row(info.thread_id + mark, shown(info.title), info.last_activity)
         out.print(table)
     elif name == "/history":
         _print_history(agent, state["thread"], include_folded=arg.strip() == "--all")
@@ -194,18 +204,18 @@ def _run_command(agent: Agent, line: str, state: dict[str, str]) -> bool:
         if not memories:
             out.print("[dim]no memories[/dim]")
         for m in memories:
-            out.print(f"[dim]{m['id']}[/dim] ({m['memory_type']}) {escape(m['content'])}")
+            out.print(f"[dim]{m['id']}[/dim] ({m['memory_type']}) {shown(m['content'])}")
     elif name == "/forget":
         if not arg.strip():
             out.print("[yellow]usage: /forget ID[/yellow] (ids: /memories)")
         else:
             entry = agent.forget(arg.strip())
             if entry.status == "applied":
-                out.print(f"[dim]forgot {entry.memory_id}: {escape(entry.old_content or '')}[/dim]")
+                out.print(f"[dim]forgot {entry.memory_id}: {shown(entry.old_content or '')}[/dim]")
             else:
-                out.print(f"[yellow]not forgotten: no memory {escape(arg.strip())} of this user[/yellow]")
+                out.print(f"[yellow]not forgotten: no memory {shown(arg.strip())} of this user[/yellow]")
     else:
-        out.print(f"[yellow]unknown command {escape(name)}[/yellow] — {CHAT_HELP}")
+        out.print(f"[yellow]unknown command {shown(name)}[/yellow] — {CHAT_HELP}")
     return True
 
 
@@ -222,12 +232,18 @@ def chat(
         with open_agent(_context(user)) as agent:
             model = agent.context.model_name
             out.print(f"[dim]kb-agent · model {model} · thread {thread} · {CHAT_HELP}[/dim]")
+            _lenient_stdin()
             while True:
                 try:
                     line = input("› ").strip()
                 except (EOFError, KeyboardInterrupt):
                     out.print()
                     break
+                if bad := undecodable(line):
+                    err.print(
+                        f"[red]error:[/red] that line is not valid UTF-8 (bytes {shown(bad)}): not sent"
+                    )
+                    continue
                 if not line:
                     continue
                 if line.startswith("/"):
@@ -242,12 +258,24 @@ def chat(
                         approve=approval_prompt(out),
                     )
                 except (ModelError, ThreadOwnershipError) as exc:
-                    err.print(f"[red]error:[/red] {escape(str(exc))}")
+                    err.print(f"[red]error:[/red] {shown(str(exc))}")
                     continue
-                out.print(escape(answer.text))
+                except Exception as exc:  # a full disk: this question is not kept, the chat goes on
+                    if not (full := disk_full(exc, Settings().data_dir)):
+                        raise
+                    err.print(f"[red]error:[/red] {shown(str(full))}")
+                    continue
+                out.print(shown(answer.text))
                 _pending_line(answer)
     except USER_ERRORS as exc:
         fail(str(exc))
+
+
+def _lenient_stdin() -> None:
+    """Read stdin with surrogate escapes, so a line that is not UTF-8 is refused instead of ending the chat."""
+    reconfigure = getattr(sys.stdin, "reconfigure", None)
+    if reconfigure is not None:
+        reconfigure(errors="surrogateescape")
 
 
 threads_app = typer.Typer(no_args_is_help=True, help="Your threads: list them, show one, clear one.")
@@ -266,11 +294,11 @@ def threads_list(
     except USER_ERRORS as exc:
         fail(str(exc))
     if as_json:
-        typer.echo(json.dumps([r.__dict__ for r in rows], ensure_ascii=False, indent=2))
+        typer.echo(json_text([r.__dict__ for r in rows]))
         return
     table = Table("thread", "title", "created", "last activity")
     for r in rows:
-        table.add_row(r.thread_id, escape(r.title), r.created_at, r.last_activity)
+        table.add_row(r.thread_id, shown(r.title), r.created_at, r.last_activity)
     out.print(table)
 
 
@@ -332,7 +360,25 @@ app.add_typer(tools_app, name="tools")
 app.add_typer(feedback_app, name="feedback")
 
 
+def refuse_undecodable(args: list[str]) -> None:
+    """An argument that is not UTF-8 (raw bytes from the shell) is one line and exit 2, before anything opens.
+
+    ``ingest`` is left alone: any bytes make a valid path, and the loader reports such a file by itself.
+    """
+    if args[:1] == ["ingest"]:
+        return
+    for n, arg in enumerate(args, 1):
+        if bad := undecodable(arg):
+            err.print(
+                f"[red]error:[/red] argument {n} is not valid UTF-8 (bytes {shown(bad)}): "
+                "retype it, or set the terminal to UTF-8",
+                soft_wrap=True,
+            )
+            raise SystemExit(2)
+
+
 def main() -> None:
+    refuse_undecodable(sys.argv[1:])
     app()
 
 

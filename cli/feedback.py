@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
+from cli.terminal import json_text, shown
 from graph.open_stores import feedback_store
 from graph.settings import Settings
 from stores.feedback import cited_ids
@@ -40,7 +38,7 @@ def report(
         for r in bad
     ]
     if as_json:
-        typer.echo(json.dumps({"bad": rows, "down_weighted": penalised}, ensure_ascii=False, indent=2))
+        typer.echo(json_text({"bad": rows, "down_weighted": penalised}))
         return
     if not rows:
         out.print("no answers rated bad")
@@ -50,13 +48,13 @@ def report(
         table.add_row(
             str(row["id"]),
             row["at"],
-            escape(row["user"]),
-            escape((row["question"] or "")[:80]),
-            escape(", ".join(row["passages"]) or "-"),
-            escape(row["reason"] or ""),
+            shown(row["user"]),
+            shown((row["question"] or "")[:80]),
+            shown(", ".join(row["passages"]) or "-"),
+            shown(row["reason"] or ""),
         )
     out.print(table)
     if penalised:
         factor = ctx.feedback_penalty
         listed = ", ".join(f"{cid} ({n}×)" for cid, n in sorted(penalised.items(), key=lambda kv: -kv[1]))
-        out.print(f"down-weighted in retrieval (score × {factor:g}): {escape(listed)}")
+        out.print(f"down-weighted in retrieval (score × {factor:g}): {shown(listed)}")

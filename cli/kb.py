@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -11,13 +10,14 @@ from typing import Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from cli.terminal import json_text, shown
 from graph.open_stores import open_knowledge_base
 from graph.settings import Settings
 from models.rerank import cut_below
+from stores.disk import disk_full
 
 MODES = ("bm25", "vector", "hybrid")
 EVAL_CHUNK_TOKENS = 480
@@ -26,7 +26,7 @@ err = Console(stderr=True)
 
 
 def _fail(message: str, code: int = 1) -> None:
-    err.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
+    err.print(f"[red]error:[/red] {shown(message)}", soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -65,16 +65,22 @@ def ingest(
     missing = [str(p) for p in paths if not p.exists()]
     if missing:
         _fail(f"no such file or folder: {', '.join(missing)}", 2)
-    kb = open_knowledge_base(Settings(), create=True)
+    settings = Settings()
     group_list = [g.strip() for g in groups.split(",") if g.strip()] if groups else None
     columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
-    with Progress(*columns, console=err, transient=True, disable=as_json) as progress:
-        task = progress.add_task("ingesting", total=None)
+    try:
+        kb = open_knowledge_base(settings, create=True)
+        with Progress(*columns, console=err, transient=True, disable=as_json) as progress:
+            task = progress.add_task("ingesting", total=None)
 
-        def report(source: str, done: int, total: int) -> None:
-            progress.update(task, description=f"ingesting {source[-50:]}", completed=done, total=total)
+            def report(source: str, done: int, total: int) -> None:
+                progress.update(task, description=f"ingesting {source[-50:]}", completed=done, total=total)
 
-        result = kb.ingest(paths, groups=group_list, prune=prune, progress=report)
+            result = kb.ingest(paths, groups=group_list, prune=prune, progress=report)
+    except Exception as exc:
+        if full := disk_full(exc, settings.data_dir):
+            _fail(str(full))
+        raise
     summary = {
         "added": result.added,
         "updated": result.updated,
@@ -85,14 +91,14 @@ def ingest(
         "chunks_deleted": result.chunks_deleted,
     }
     if as_json:
-        typer.echo(json.dumps(summary, ensure_ascii=False, indent=2))
+        typer.echo(json_text(summary))
         return
     out.print(
         f"added {len(result.added)} · updated {len(result.updated)} · unchanged {len(result.unchanged)} · "
         f"removed {len(result.removed)} · skipped {len(result.skipped)} · chunks written {result.chunks_written}"
     )
     for source, reason in result.skipped:
-        out.print(f"[yellow]skipped[/yellow] {escape(source)}: {escape(reason)}")
+        out.print(f"[yellow]skipped[/yellow] {shown(source)}: {shown(reason)}")
 
 
 def stats(as_json: bool = typer.Option(False, "--json")) -> None:
@@ -102,10 +108,10 @@ def stats(as_json: bool = typer.Option(False, "--json")) -> None:
         kb.stats() if kb is not None else {"documents": 0, "chunks": 0, "last_update": None, "embedder": None}
     )
     if as_json:
-        typer.echo(json.dumps(data, ensure_ascii=False, default=str, indent=2))
+        typer.echo(json_text(data, default=str))
         return
     for key, value in data.items():
-        out.print(f"{key}: {value}")
+        out.print(f"{key}: {shown(value)}")
 
 
 def search(
@@ -128,7 +134,7 @@ def search(
         [] if kb is None else kb.search(query, user_id=ctx.user_id, groups=ctx.group_list, top_k=k, mode=mode)
     )
     if as_json:
-        typer.echo(json.dumps(hits, ensure_ascii=False, default=str, indent=2))
+        typer.echo(json_text(hits, default=str))
         return
     if not hits:
         out.print("no relevant passages")
@@ -136,7 +142,7 @@ def search(
         text = str(hit.get("text", "")).replace("\n", " ")
         found = "+".join(hit.get("retrievers", []))
         out.print(
-            f"{rank}. [bold]{escape(str(hit['id']))}[/bold] {hit.get('score', 0):.4f} ({found})\n   {escape(text[:200])}"
+            f"{rank}. [bold]{shown(str(hit['id']))}[/bold] {hit.get('score', 0):.4f} ({found})\n   {shown(text[:200])}"
         )
 
 
@@ -228,6 +234,7 @@ def evaluate(
     Against the knowledge base, only what the caller's groups may see is searched and scored: labels that
     point at chunks outside them are dropped, with a warning.
     """
+    from stores.chunking import source_of_chunk
     from stores.evaluation import evaluate_modes, load_seed_testset
 
     chosen = _modes(modes, eval_modes=True)
@@ -240,7 +247,7 @@ def evaluate(
         kb, queries, problems, id_map = _beir_index(dataset, ctx)
 
         def to_doc(chunk_id: str) -> str:
-            source = Path(chunk_id.split("#", 1)[0]).name
+            source = Path(source_of_chunk(chunk_id)).name
             return id_map.get(source, source)
     else:
         kb = open_knowledge_base(ctx)
@@ -295,9 +302,9 @@ def evaluate(
 
         checks = answer_checks(ctx, kb, list(queries))
     for problem in problems:
-        err.print(f"[yellow]warning:[/yellow] {escape(str(problem))}")
+        err.print(f"[yellow]warning:[/yellow] {shown(str(problem))}")
     if as_json:
-        typer.echo(json.dumps(results if checks is None else {**results, "answers": checks}, ensure_ascii=False, indent=2))
+        typer.echo(json_text(results if checks is None else {**results, "answers": checks}))
         return
     table = Table("metric", *chosen)
     metrics = [key for key, v in next(iter(results.values())).items() if key != "queries" and not isinstance(v, dict)]
@@ -331,7 +338,7 @@ def _print_breakdowns(results: dict[str, dict[str, Any]], modes: list[str], k: i
             hits = ", ".join(f"{doc}@{rank}" for doc, rank in row["ranks"].items() if rank is not None)
             misses = ", ".join(doc for doc, rank in row["ranks"].items() if rank is None)
             question = row["question"] if len(row["question"]) <= 60 else row["question"][:59] + "…"
-            table.add_row(escape(question), row["type"], _cell(row[ndcg]), escape(hits), escape(misses))
+            table.add_row(shown(question), shown(row["type"]), _cell(row[ndcg]), shown(hits), shown(misses))
         out.print(table)
 
 

@@ -8,14 +8,13 @@ one line on stderr with the rule that refused it, and exit code 1.
 from __future__ import annotations
 
 import dataclasses
-import json
 from typing import Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
+from cli.terminal import json_text, shown
 from graph.open_stores import memory_store
 from graph.settings import ConfigError, Settings
 from stores.audit import AuditEntry
@@ -34,7 +33,7 @@ JsonOption = typer.Option(False, "--json", help="Print JSON.")
 
 
 def _fail(message: str, code: int = 1) -> None:
-    err.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
+    err.print(f"[red]error:[/red] {shown(message)}", soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -53,7 +52,7 @@ def _open(user: str | None) -> tuple[ChromaMemoryStore, str]:
 
 def _show(records: list[MemoryRecord], as_json: bool) -> None:
     if as_json:
-        typer.echo(json.dumps(records, ensure_ascii=False, indent=2))
+        typer.echo(json_text(records))
         return
     if not records:
         out.print("[dim]no memories[/dim]")
@@ -63,7 +62,7 @@ def _show(records: list[MemoryRecord], as_json: bool) -> None:
         table.add_row(
             m.get("id", ""),
             m.get("memory_type", ""),
-            escape(m.get("content", "")),
+            shown(m.get("content", "")),
             (m.get("updated_at") or "")[:19],
             (m.get("expires_at") or "")[:19],
         )
@@ -73,10 +72,10 @@ def _show(records: list[MemoryRecord], as_json: bool) -> None:
 def _report(entry: AuditEntry, as_json: bool, done: str) -> None:
     if entry.status == "rejected":
         if as_json:
-            typer.echo(json.dumps(entry.as_dict(), ensure_ascii=False, indent=2))
+            typer.echo(json_text(entry.as_dict()))
         _fail(f"{entry.action} rejected (rule {entry.rule}): {entry.reason}")
     if as_json:
-        typer.echo(json.dumps(entry.as_dict(), ensure_ascii=False, indent=2))
+        typer.echo(json_text(entry.as_dict()))
         return
     note = " (already remembered)" if entry.status == "unchanged" else ""
     out.print(f"{done} {entry.memory_id}{note}")
@@ -154,14 +153,14 @@ def audit_history(
     store, user_id = _open(user)
     entries = store.audit.list(user_id=user_id, status=status, limit=limit)
     if as_json:
-        typer.echo(json.dumps([e.as_dict() for e in entries], ensure_ascii=False, indent=2))
+        typer.echo(json_text([e.as_dict() for e in entries]))
         return
     table = Table("time", "source", "action", "status", "memory", "old → new / reason")
     for e in entries:
         detail: Any = e.reason if e.status == "rejected" else f"{e.old_content or ''} → {e.new_content or ''}"
         if e.rule:
             detail = f"rule {e.rule}: {detail}"
-        table.add_row(e.created_at[:19], e.source, e.action, e.status, e.memory_id or "", escape(str(detail)))
+        table.add_row(e.created_at[:19], e.source, e.action, e.status, e.memory_id or "", shown(str(detail)))
     out.print(table)
 
 
@@ -173,14 +172,14 @@ def pending_memories(user: str | None = UserOption, as_json: bool = JsonOption) 
     store, user_id = _open(user)
     held = pending(store, user_id)
     if as_json:
-        typer.echo(json.dumps([e.as_dict() for e in held], ensure_ascii=False, indent=2))
+        typer.echo(json_text([e.as_dict() for e in held]))
         return
     if not held:
         out.print("[dim]nothing waits for confirmation[/dim]")
         return
     table = Table("id", "time", "action", "type", "content", "why")
     for e in held:
-        table.add_row(str(e.id), e.created_at[:19], e.action, e.memory_type or "", escape(e.new_content or ""), escape(e.reason or ""))
+        table.add_row(str(e.id), e.created_at[:19], e.action, e.memory_type or "", shown(e.new_content or ""), shown(e.reason or ""))
     out.print(table)
     out.print("[dim]kb-agent memories confirm ID · kb-agent memories drop ID[/dim]")
 
@@ -219,7 +218,7 @@ def drop_memory(
         _fail(str(exc), 2)
         raise
     if as_json:
-        typer.echo(json.dumps(entry.as_dict(), ensure_ascii=False, indent=2))
+        typer.echo(json_text(entry.as_dict()))
     else:
         out.print(f"dropped pending memory {pending_id}")
 

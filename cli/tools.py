@@ -2,8 +2,8 @@
 
 ``call`` runs one call exactly as the agent's tools node does — schema validation, the caller's
 permissions, a y/N approval for high-impact tools, the timeout — so an operator can try a tool (an MCP
-server's, say) without a model in the loop. Exit codes: 0 done, 1 the tool failed, 2 bad ``--args``,
-4 permission denied, 5 approval refused.
+server's, say) without a model in the loop. Exit codes: 0 done, 1 the tool failed, 2 bad ``--args`` (not
+JSON, too deep, or refused by the tool's schema), 4 permission denied, 5 approval refused.
 """
 
 from __future__ import annotations
@@ -15,14 +15,15 @@ from typing import Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
+from cli.terminal import json_text, shown
 from graph.settings import ConfigError, Settings
 from tools.approval import ApprovalDecision, ApprovalRequest, Approver
 from tools.executor import ToolCallRequest, ToolExecutor
+from tools.nesting import depth_message, json_too_deep
 from tools.permissions import grant_for
-from tools.registry import ToolContext, ToolRegistry
+from tools.registry import ToolArgumentError, ToolContext, ToolRegistry, validate_arguments
 
 tools_app = typer.Typer(no_args_is_help=True, help="The tools the agent can call: list them, call one.")
 out = Console()
@@ -30,7 +31,7 @@ err = Console(stderr=True)
 
 
 def _fail(message: str, code: int = 1) -> None:
-    err.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
+    err.print(f"[red]error:[/red] {shown(message)}", soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -58,9 +59,9 @@ def prompt_approver(console: Console) -> Approver:
     """Ask y/N on the terminal; no answer (end of input) is a no."""
 
     def approve(request: ApprovalRequest) -> ApprovalDecision:
-        console.print(f"[bold yellow]approval needed[/bold yellow]: {escape(request.description)}")
+        console.print(f"[bold yellow]approval needed[/bold yellow]: {shown(request.description)}")
         args = json.dumps(request.args, ensure_ascii=False)
-        console.print(f"  tool [bold]{escape(request.tool)}[/bold] ({request.source}) with {escape(args)}")
+        console.print(f"  tool [bold]{shown(request.tool)}[/bold] ({request.source}) with {shown(args)}")
         try:
             yes = typer.confirm("Approve this call?", default=False, err=True)
         except typer.Abort:
@@ -78,7 +79,7 @@ def _mcp_problems(ctx: Settings) -> None:
 
     manager = shared_manager(ctx.mcp_config)
     for server, why in {**manager.errors, **manager.skipped}.items():
-        err.print(f"[yellow]warning:[/yellow] MCP {escape(server)}: {escape(why)}", soft_wrap=True)
+        err.print(f"[yellow]warning:[/yellow] MCP {shown(server)}: {shown(why)}", soft_wrap=True)
 
 
 @tools_app.command("list")
@@ -105,19 +106,19 @@ def list_tools(
         for spec in registry
     ]
     if as_json:
-        typer.echo(json.dumps(rows, ensure_ascii=False, indent=2))
+        typer.echo(json_text(rows))
         return
     table = Table("tool", "source", "permissions", "approval", "allowed")
     for row in rows:
         table.add_row(
-            row["name"],
-            row["source"],
-            ", ".join(row["permissions"]) or "-",
+            shown(row["name"]),  # an MCP server names its own tools
+            shown(row["source"]),
+            shown(", ".join(row["permissions"]) or "-"),
             "yes" if row["approval"] else "-",
             "yes" if row["allowed"] else "[red]no[/red]",
         )
     out.print(table)
-    out.print(f"[dim]user {escape(ctx.user_id)} · roles {escape(', '.join(grant.roles) or 'none')}[/dim]")
+    out.print(f"[dim]user {shown(ctx.user_id)} · roles {shown(', '.join(grant.roles) or 'none')}[/dim]")
 
 
 @tools_app.command("call")
@@ -129,6 +130,8 @@ def call_tool(
     as_json: bool = typer.Option(False, "--json", help="Print the outcome as JSON."),
 ) -> None:
     """Run one call through the platform: validation, permission, approval, timeout."""
+    if json_too_deep(args):  # json.loads itself would raise RecursionError
+        _fail(depth_message("--args"), 2)
     try:
         parsed = json.loads(args)
     except json.JSONDecodeError as exc:
@@ -151,20 +154,25 @@ def call_tool(
     statuses = {e.get("status") for e in events}
     if as_json:
         typer.echo(
-            json.dumps(
-                {"tool": name, "status": outcome.status, "content": outcome.content, "events": events},
-                ensure_ascii=False,
-                indent=2,
-            )
+            json_text({"tool": name, "status": outcome.status, "content": outcome.content, "events": events})
         )
     elif outcome.status == "success":
-        out.print(escape(outcome.content))
+        out.print(shown(outcome.content))
     else:
-        err.print(f"[red]{escape(outcome.content)}[/red]", soft_wrap=True)
+        err.print(f"[red]{shown(outcome.content)}[/red]", soft_wrap=True)
     if outcome.status == "success":
         return
     if "denied" in statuses:
         raise typer.Exit(4)
     if "approval_denied" in statuses:
         raise typer.Exit(5)
-    raise typer.Exit(1)
+    raise typer.Exit(2 if _bad_arguments(registry, name, parsed) else 1)
+
+
+def _bad_arguments(registry: ToolRegistry, name: str, args: dict[str, Any]) -> bool:
+    """Whether the call failed on its arguments (exit 2, like bad JSON), not in the tool (exit 1)."""
+    try:
+        validate_arguments(registry.get(name), args)
+    except ToolArgumentError:
+        return True
+    return False

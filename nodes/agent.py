@@ -27,6 +27,7 @@ from nodes.budget import Budget
 from nodes.conversation import current_question, language, run_label, unsummarised
 from nodes.history import wire_history
 from nodes.tool_choice import offered_definitions
+from tools.nesting import without_deep_calls
 from tools.registry import ToolRegistry
 
 log = logging.getLogger("kb_agent.agent")
@@ -109,6 +110,7 @@ def make_agent(
             raise described from exc
         if not isinstance(response, AIMessage):
             response = AIMessage(content=response.text)
+        response = without_deep_calls(response)  # before anything below walks the arguments
         response = with_call_ids(response)
 
         usage = response.usage_metadata or {}

@@ -21,6 +21,20 @@ from stores.text_analysis import _CJK, estimate_tokens
 SEPARATORS = ["\n\n", "\n", "[。！？]|[.!?] ", "；|; ", "，|, ", " ", ""]
 
 
+_CHUNK_ID = re.compile(r"(.*)#\d+", re.DOTALL)
+
+
+def chunk_id(source: str, position: int) -> str:
+    """A chunk's stable id, ``source#n``; the source may itself hold '#' (``a#1.txt#0``)."""
+    return f"{source}#{position}"
+
+
+def source_of_chunk(chunk: str) -> str:
+    """The source of ``source#n`` (split at the last '#' followed only by digits); other text unchanged."""
+    match = _CHUNK_ID.fullmatch(chunk)
+    return match.group(1) if match else chunk
+
+
 @dataclass(frozen=True)
 class Chunk:
     """One passage to embed; ``id`` is "<source>#<n>", ``hash`` tells whether its text changed."""
@@ -61,7 +75,7 @@ def chunk_document(
             if not text:
                 continue
             yield Chunk(
-                id=f"{doc.source}#{position}",
+                id=chunk_id(doc.source, position),
                 text=text,
                 hash=hashlib.sha256(text.encode("utf-8")).hexdigest()[:16],
                 metadata={

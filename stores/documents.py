@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 import codecs
-import contextlib
 import hashlib
 import io
-import logging
 import os
 import re
-import threading
-import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import IO
+
+from stores.load_limits import (
+    MAX_DOCX_BYTES,
+    MAX_HTML_BYTES,
+    MAX_PDF_BYTES,
+    MAX_TEXT_BYTES,
+    Deadline,
+    LimitExceeded,
+    check_size,
+)
 
 SUPPORTED = frozenset({".txt", ".md", ".markdown", ".html", ".htm", ".pdf", ".docx"})
 STREAM_THRESHOLD = 8 * 1024 * 1024  # bytes: bigger .txt/.md files are streamed, never held whole
@@ -104,9 +110,16 @@ def read_groups(path: Path, root: Path | None = None) -> list[str] | None:
     return list(dict.fromkeys(name for name in names if name))
 
 
+def shown_path(path: Path | str) -> str:
+    """A path for a report line: bytes that are not UTF-8 appear as ``\\xff`` instead of breaking the print."""
+    return os.fsencode(str(path)).decode("utf-8", "backslashreplace")
+
+
 def load(path: Path, root: Path) -> LoadedDocument:
     """Read one file into sections; raise DocumentError saying why it cannot be ingested."""
     path, suffix = Path(path), Path(path).suffix.lower()
+    if shown_path(path) != str(path):  # the name would become a chunk id, a manifest key, a citation
+        raise DocumentError("the file's path is not valid UTF-8: rename it")
     if suffix not in SUPPORTED:
         kinds = ", ".join(sorted(SUPPORTED))
         raise DocumentError(f"unsupported file type {suffix or '(no suffix)'!r} (supported: {kinds})")
@@ -119,6 +132,7 @@ def load(path: Path, root: Path) -> LoadedDocument:
         size = path.stat().st_size
         if size == 0:
             raise DocumentError("empty file")
+        _check_size(suffix, size)
         if size > STREAM_THRESHOLD and suffix in {".txt", ".md", ".markdown"}:
             return _load_streamed(path, source, size, markdown=suffix != ".txt")
         raw = path.read_bytes()
@@ -137,8 +151,13 @@ def load(path: Path, root: Path) -> LoadedDocument:
     if not text.strip():
         raise DocumentError("empty file")
     if html:
-        parser = _HTMLSections()
-        parser.feed(text)
+        parser, deadline = _HTMLSections(), Deadline()
+        for start in range(0, len(text), BLOCK):  # in blocks: a pathological page stops at the deadline
+            try:
+                deadline.check("HTML")
+            except LimitExceeded as exc:
+                raise DocumentError(str(exc)) from exc
+            parser.feed(text[start : start + BLOCK])
         parser.close()
         title, sections = parser.title or parser.first_h1 or path.stem, parser.sections
     else:
@@ -148,6 +167,20 @@ def load(path: Path, root: Path) -> LoadedDocument:
     if not sections:
         raise DocumentError("no text content")
     return LoadedDocument(source, title, sections, encoding, digest, size)
+
+
+def _check_size(suffix: str, size: int) -> None:
+    """Refuse a file over its kind's byte bound (stores.load_limits) before reading it."""
+    kind, limit = {
+        ".pdf": ("PDF", MAX_PDF_BYTES),
+        ".docx": (".docx", MAX_DOCX_BYTES),
+        ".html": ("HTML", MAX_HTML_BYTES),
+        ".htm": ("HTML", MAX_HTML_BYTES),
+    }.get(suffix, ("text file", MAX_TEXT_BYTES))
+    try:
+        check_size(kind, size, limit)
+    except LimitExceeded as exc:
+        raise DocumentError(str(exc)) from exc
 
 
 def _check_text(head: bytes) -> None:
@@ -372,31 +405,13 @@ class _HTMLSections(HTMLParser):
         self._flush()
 
 
-_PDF_LOCK = threading.Lock()
-
-
-@contextlib.contextmanager
-def _quiet_pypdf() -> Iterator[None]:
-    """pypdf logs and warns about every oddity of real-world PDFs; a failed load is reported instead."""
-    logger = logging.getLogger("pypdf")
-    with _PDF_LOCK:  # logger levels and warning filters are process-wide: one PDF at a time
-        level = logger.level
-        logger.setLevel(logging.CRITICAL)
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                yield
-        finally:
-            logger.setLevel(level)
-
-
 def _load_docx(path: Path, raw: bytes) -> tuple[str, list[Section]]:
     from stores.docx_loader import docx_sections
 
     try:
         title, found = docx_sections(raw, path.stem)
     except ValueError as exc:
-        raise DocumentError(str(exc)) from exc
+        raise DocumentError(" ".join(str(exc).split())) from exc
     sections = [Section(heading, _tidy(text)) for heading, text in found if text.strip()]
     if not sections:
         raise DocumentError(".docx has no text")
@@ -405,22 +420,13 @@ def _load_docx(path: Path, raw: bytes) -> tuple[str, list[Section]]:
 
 def _load_pdf(path: Path, raw: bytes) -> tuple[str, list[Section]]:
     """(title, one section per page headed "p.N"); pages without text are dropped."""
-    from pypdf import PdfReader
+    from stores.pdf_loader import pdf_pages
 
-    with _quiet_pypdf():
-        try:
-            reader = PdfReader(io.BytesIO(raw), strict=False)
-            if reader.is_encrypted and not reader.decrypt(""):
-                raise DocumentError("encrypted PDF (needs a password)")
-            pages = [
-                Section(f"p.{n}", _tidy(page.extract_text() or "")) for n, page in enumerate(reader.pages, 1)
-            ]
-            title = str((reader.metadata.title if reader.metadata else None) or "").strip()
-        except DocumentError:
-            raise
-        except Exception as exc:  # pypdf raises many kinds on damaged files
-            raise DocumentError(f"corrupt or unreadable PDF: {exc}") from exc
-    sections = [page for page in pages if page.text]
+    try:
+        title, pages = pdf_pages(raw)
+    except ValueError as exc:
+        raise DocumentError(" ".join(str(exc).split())) from exc
+    sections = [Section(heading, text) for heading, page in pages if (text := _tidy(page))]
     if not sections:
         raise DocumentError("PDF has no extractable text (scanned?)")
     return title or path.stem, sections

@@ -1,6 +1,7 @@
 """Word ``.docx`` files as sections: one per heading (Heading 1–3 / 标题 1–3), tables as rows of cells.
 
-Kept apart from :mod:`stores.documents` because it needs ``python-docx`` (pure Python over lxml).
+Kept apart from :mod:`stores.documents` because it needs ``python-docx`` (pure Python over lxml). The zip
+is checked against :mod:`stores.load_limits` before python-docx sees it: it loads every part whole.
 """
 
 from __future__ import annotations
@@ -8,6 +9,8 @@ from __future__ import annotations
 import io
 import re
 from typing import Any
+
+from stores.load_limits import Deadline, check_docx_archive
 
 _LEVEL = re.compile(r"(?:heading|标题)\s*(\d)", re.IGNORECASE)
 
@@ -17,6 +20,8 @@ def docx_sections(raw: bytes, fallback_title: str) -> tuple[str, list[tuple[str,
     from docx import Document
     from docx.oxml.ns import qn
 
+    deadline = Deadline()
+    check_docx_archive(raw, deadline)
     try:
         document = Document(io.BytesIO(raw))
     except Exception as exc:  # python-docx raises zipfile, KeyError, lxml errors… on damaged files
@@ -25,7 +30,9 @@ def docx_sections(raw: bytes, fallback_title: str) -> tuple[str, list[tuple[str,
     path: list[str] = []
     sections: list[tuple[str, list[str]]] = [("", [])]
     body = document.element.body
-    for child in body.iterchildren():
+    for n, child in enumerate(body.iterchildren()):
+        if n % 1024 == 0:
+            deadline.check(".docx")
         if child.tag == qn("w:p"):
             paragraph = _paragraph(document, child)
             text = paragraph.text.strip()

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from tools.approval import ApprovalRequest, Approver, describe_call
+from tools.nesting import is_depth_refusal, too_deep
 from tools.permissions import Grant, PermissionDeniedError, grant_for
 from tools.registry import (
     ToolArgumentError,
@@ -237,7 +238,8 @@ class ToolExecutor:
             "call_id": call.id,
             "source": spec.source if spec is not None else "unknown",
         }
-        emit({**event, "status": "executing", "args": call.args if isinstance(call.args, dict) else None})
+        shown = call.args if isinstance(call.args, dict) and not too_deep(call.args) else None
+        emit({**event, "status": "executing", "args": shown})  # events get encoded: never too deep
         try:
             content = await self._invoke(call, context)
         except PermissionDeniedError as exc:
@@ -277,6 +279,8 @@ class ToolExecutor:
 
     async def _invoke(self, call: ToolCallRequest, context: ToolContext) -> str:
         if call.error is not None:
+            if is_depth_refusal(call.error):
+                raise ToolArgumentError(call.error)
             raise ToolArgumentError(
                 f"the arguments for {call.name!r} were not valid JSON ({call.error}); send a JSON object "
                 "that matches the tool's parameters"

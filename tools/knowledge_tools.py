@@ -132,14 +132,13 @@ def knowledge_tools(services: KnowledgeServices) -> list[ToolSpec]:
     def _document(doc_id: str, settings: Any) -> tuple[Any, Any]:
         """The knowledge base and the manifest record of ``doc_id`` (a source path, or a ``path#n`` id)."""
         kb = services.knowledge(settings)
-        source = doc_id.strip().rsplit("#", 1)[0] if "#" in doc_id else doc_id.strip()
-        record = kb.manifest.get(source) if kb is not None else None
+        record = kb.document(doc_id) if kb is not None else None
         visible = set(getattr(settings, "group_list", ("public",)))
         if record is None or not visible & set(record.groups or ["public"]):
             # A document the caller may not see is reported exactly like one that does not exist.
             raise ToolError(
-                f"no document {source!r} in the knowledge base; document ids are the part of a passage id "
-                "before '#' (search_knowledge shows them)"
+                f"no document {doc_id.strip()!r} in the knowledge base; document ids are the part of a "
+                "passage id before its last '#' (search_knowledge shows them)"
             )
         return kb, record
 
@@ -252,7 +251,7 @@ def knowledge_tools(services: KnowledgeServices) -> list[ToolSpec]:
                 "Permanently delete one document (all its chunks) from the knowledge base. Only when the "
                 "user explicitly asks to delete/remove a document; needs the kb:admin permission and a "
                 "person's approval before it runs. doc_id is the source path (the part of a passage id "
-                "before '#')."
+                "before its last '#')."
             ),
             parameters={
                 "type": "object",

@@ -17,6 +17,8 @@ from typing import Any
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
+from tools.nesting import depth_message, too_deep
+
 _NAME = re.compile(
     r"(?=.*[A-Za-z0-9])[A-Za-z0-9_-]{1,64}"
 )  # what OpenAI-style endpoints accept as a function name
@@ -274,6 +276,8 @@ def validate_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
         raise ToolArgumentError(
             f"arguments for {spec.name!r} must be a JSON object, got {type(args).__name__}"
         )
+    if too_deep(args):  # before anything below recurses over them
+        raise ToolArgumentError(depth_message(f"the arguments for {spec.name!r}"))
     problems = _problems(args, spec.parameters)
     if problems:
         raise ToolArgumentError(f"invalid arguments for {spec.name!r}: " + "; ".join(problems))

@@ -104,6 +104,7 @@ class KnowledgeIndex:
 
     def get(self, ids: Sequence[str], *, groups: Sequence[str] | None = None) -> list[Passage]:
         """Chunks by id, in the order asked; with ``groups``, only those the caller may see."""
+        from stores.chunking import source_of_chunk
         ids = list(dict.fromkeys(ids))
         if not ids:
             return []
@@ -117,7 +118,7 @@ class KnowledgeIndex:
             if allowed is not None and not allowed & {k for k, v in meta.items() if v is True}:
                 continue
             clean = {k: v for k, v in sorted(meta.items()) if not k.startswith(FLAG_PREFIXES) and k != "hash"}
-            source = str(meta.get("source", cid.rsplit("#", 1)[0]))
+            source = str(meta.get("source", source_of_chunk(cid)))
             by_id[cid] = Passage(
                 id=cid, text=text or "", source=source, score=0.0, retrievers=[], metadata=clean
             )

@@ -70,7 +70,7 @@ def ingest(
     ``progress(label, files_done, files_total)`` is called after each file and each embedding batch.
     A file that cannot be read is reported in ``skipped`` and keeps what it had indexed before.
     """
-    from stores.documents import DocumentError, discover, load, read_groups
+    from stores.documents import DocumentError, discover, load, read_groups, shown_path
 
     given = [Path(paths)] if isinstance(paths, str | Path) else [Path(p) for p in paths]
     fixed = clean_groups([groups] if isinstance(groups, str) else groups or [])
@@ -90,7 +90,7 @@ def ingest(
         try:
             with index.bm25.batch():
                 for done, (file, root) in enumerate(files, 1):
-                    absolute = label = str(file.absolute())
+                    absolute, label = str(file.absolute()), shown_path(file.absolute())
                     tick = partial(_tick, progress, done, len(files))
                     try:
                         doc = load(file, root)
@@ -112,7 +112,7 @@ def ingest(
                         ):
                             puts.append(record)
                     except DocumentError as exc:
-                        report.skipped.append((str(file), str(exc)))
+                        report.skipped.append((shown_path(file), str(exc)))
                     tick(label, 0)
                 for source in _prunable(records, given, seen) if prune else []:
                     report.chunks_deleted += index.delete_chunks(records[source].chunk_ids)

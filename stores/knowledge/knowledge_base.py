@@ -20,6 +20,7 @@ from stores.knowledge.index import KnowledgeIndex
 from stores.knowledge.ingest import IngestReport, Progress
 from stores.knowledge.ingest import ingest as ingest_files
 from stores.knowledge.search import Searcher, SearchSettings
+from stores.manifest import FileRecord
 
 if TYPE_CHECKING:
     pass
@@ -86,6 +87,20 @@ class KnowledgeBase:
         return ingest_files(
             self.index, paths, groups=groups, prune=prune, progress=progress, chunk_tokens=self.chunk_tokens
         )
+
+    def document(self, doc_id: str) -> FileRecord | None:
+        """The manifest record of a source path, or of the source of a chunk id (``path#n``).
+
+        The exact source wins, so ``a#1.txt`` is that file and never chunk 1 of ``a``; only then is the
+        id read as ``source#n``, split at its last '#'. A name may hold any number of '#'.
+        """
+        from stores.chunking import source_of_chunk
+
+        doc_id = doc_id.strip()
+        record = self.manifest.get(doc_id)
+        if record is None and (source := source_of_chunk(doc_id)) != doc_id:
+            record = self.manifest.get(source)
+        return record
 
     def delete_document(self, source: str) -> int:
         """Remove one source from Chroma, BM25 and the manifest; returns the chunks removed."""

@@ -209,6 +209,10 @@ class Searcher:
                 include=include,  # type: ignore[arg-type]
             )
         except InternalError as exc:  # embedded Chroma keeps its HNSW index per process
+            from stores.disk import disk_full
+
+            if full := disk_full(exc, self.index.data_dir):  # Chroma cannot even read on a full disk
+                raise full from exc
             raise StaleIndexError(
                 f"the vector index under {self.index.data_dir} was changed by another process: restart this "
                 "one, or use a Chroma server (KB_AGENT_CHROMA_URL) when several processes share a knowledge base"

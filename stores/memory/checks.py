@@ -138,8 +138,19 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
     ("api_key", re.compile(r"(?<![0-9A-Fa-f])[0-9A-Fa-f]{32,}(?![0-9A-Fa-f])")),
+    (  # the whole block when it is there: header, body, footer
+        "private_key",
+        re.compile(
+            r"-{2,}\s*begin\s+(?:[a-z0-9]+\s+)*private\s+key(?:\s+block)?[\s\S]*?"
+            r"(?:-{2,}\s*end\s+(?:[a-z0-9]+\s+)*private\s+key(?:\s+block)?\s*-*|\Z)",
+            re.I,
+        ),
+    ),
     ("email", _EMAIL),
 )
+# Chinese numerals, one character for one digit (so spans found in the translation fit the original):
+# 一三八一二三四五六七八, 〇/零 for 0, 幺 as phone numbers are read aloud, and the financial 壹贰叁.
+_ZH_DIGITS = str.maketrans("〇零幺一二三四五六七八九壹贰叁肆伍陆柒捌玖", "001123456789123456789")
 _TOKENISH = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{32,}={0,2}")
 _DIGIT_RUN = re.compile(r"(?<![\d+])\+?\d(?:[\s-]?\d){6,22}[Xx]?(?!\d)")
 LABELS = {
@@ -149,6 +160,7 @@ LABELS = {
     "password": "密码 / password",
     "api_key": "密钥或令牌 / API key or token",
     "email": "邮箱地址 / e-mail address",
+    "private_key": "私钥 / private key",
 }
 
 
@@ -163,7 +175,22 @@ def _luhn(digits: str) -> bool:
 
 
 def _findings(text: str) -> list[tuple[str, int, int]]:
-    """(kind, start, end) of every sensitive span in ``text`` (already NFKC-normalised)."""
+    """(kind, start, end) of every sensitive span in ``text`` (already NFKC-normalised).
+
+    Numbers written in Chinese numerals are found by reading them as digits: the translation keeps every
+    position, so its spans are the original's.
+    """
+    spans = _spans(text)
+    digits = text.translate(_ZH_DIGITS)
+    if digits != text:
+        spans += [span for span in _spans(digits) if span[0] in _NUMBER_KINDS]
+    return spans
+
+
+_NUMBER_KINDS = frozenset({"phone", "id_card", "bank_card"})
+
+
+def _spans(text: str) -> list[tuple[str, int, int]]:
     spans = [(kind, m.start(), m.end()) for kind, p in _PATTERNS for m in p.finditer(text)]
     for m in _DIGIT_RUN.finditer(text):  # numbers written with spaces or dashes: 138 1234 5678
         compact = re.sub(r"[\s+-]", "", m.group())
@@ -203,7 +230,8 @@ def redact(text: str, limit: int = AUDIT_CHARS) -> str:
     spans = sorted(_findings(normal), key=lambda span: (span[1], -span[2]))
     out, pos = [], 0
     for kind, start, end in spans:
-        if start < pos:
+        if start < pos:  # overlapping spans: the earlier redaction grows to cover both
+            pos = max(pos, end)
             continue
         out.append(normal[pos:start] + f"[REDACTED:{kind}]")
         pos = end
