@@ -21,7 +21,7 @@ def hostile_kb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "leave.md").write_text(
-        f"# 年假{HOSTILE}\n\n员工每年有 15 天年假{HOSTILE}，需提前两周申请。Annual leave is 15 days{HOSTILE}.\n"
+        f"# 年假{HOSTILE}\n\n员工的年假有 15 天{HOSTILE}，需提前两周申请。Annual leave is 15 days{HOSTILE}.\n"
     )
     result = runner.invoke(app, ["ingest", str(docs)])
     assert result.exit_code == 0, result.output
