@@ -20,6 +20,7 @@ from cli import memory as memory_cli
 from cli.feedback import feedback_app
 from cli.terminal import json_text, shown, undecodable
 from cli.tools import tools_app
+from cli.trash import trash_app
 from graph.api import Agent, Answer, EmptyQuestionError, open_agent
 from graph.settings import ConfigError, Settings, env_table
 from models.errors import ModelConfigError, ModelError
@@ -358,6 +359,7 @@ kb_cli.register(app)
 memory_cli.register(app)
 app.add_typer(tools_app, name="tools")
 app.add_typer(feedback_app, name="feedback")
+app.add_typer(trash_app, name="trash")
 
 
 def refuse_undecodable(args: list[str]) -> None:

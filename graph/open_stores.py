@@ -60,6 +60,7 @@ def open_knowledge_base(ctx: Settings, *, create: bool = False) -> Any | None:
         ctx.fusion,
         ctx.vector_weight,
         ctx.bm25_weight,
+        ctx.trash_days,
     )
     with _lock:
         if key not in _knowledge:
@@ -73,6 +74,7 @@ def open_knowledge_base(ctx: Settings, *, create: bool = False) -> Any | None:
                 fusion=ctx.fusion,
                 vector_weight=ctx.vector_weight,
                 bm25_weight=ctx.bm25_weight,
+                trash_days=ctx.trash_days,
             )
         return _knowledge[key]
 

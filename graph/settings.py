@@ -165,6 +165,10 @@ class Settings:
         },
     )
     top_k: int = field(default=5, metadata={"description": "Passages given to the model per search."})
+    trash_days: float = field(
+        default=7.0,
+        metadata={"description": "Days a deleted document stays restorable (kb-agent trash; 0: deletion is final)."},
+    )
     max_top_k: int = field(
         default=20, metadata={"description": "The most passages a server caller may ask for per search."}
     )

@@ -143,24 +143,30 @@ def knowledge_tools(services: KnowledgeServices) -> list[ToolSpec]:
         return kb, record
 
     def describe_delete(args: dict[str, Any], tool_context: ToolContext) -> str:
-        _kb, record = _document(str(args.get("doc_id", "")), tool_context.settings)  # ToolError: not asked
+        kb, record = _document(str(args.get("doc_id", "")), tool_context.settings)  # ToolError: not asked
+        days = float(getattr(kb, "trash_days", 0) or 0)
+        kept = f"; it stays in the trash {days:g} days (kb-agent trash restore)" if days > 0 else " for good"
         return (
-            f"permanently delete document {record.source!r} ({len(record.chunk_ids)} chunks, groups "
+            f"delete document {record.source!r} ({len(record.chunk_ids)} chunks, groups "
             f"{', '.join(record.groups) or 'public'}) from the knowledge base: its chunks are removed from "
-            "the vector index (Chroma) and the keyword index (BM25)"
+            f"the vector index (Chroma) and the keyword index (BM25){kept}"
         )
 
     def delete_document(doc_id: str, *, tool_context: ToolContext) -> str:
         kb, record = _document(doc_id, tool_context.settings)
-        removed = kb.delete_document(record.source)
-        return json.dumps(
-            {
-                "deleted": record.source,
-                "chunks_removed": removed,
-                "documents_left": kb.stats(groups=_groups(tool_context)).get("documents"),
-            },
-            ensure_ascii=False,
-        )
+        if hasattr(kb, "delete_to_trash"):
+            removed, trash_id = kb.delete_to_trash(record.source)
+        else:  # an application's own knowledge base without a trash
+            removed, trash_id = kb.delete_document(record.source), None
+        result: dict[str, Any] = {
+            "deleted": record.source,
+            "chunks_removed": removed,
+            "documents_left": kb.stats(groups=_groups(tool_context)).get("documents"),
+        }
+        if trash_id is not None:
+            result["trash_id"] = trash_id
+            result["restore"] = f"kb-agent trash restore {trash_id} (within {float(kb.trash_days):g} days)"
+        return json.dumps(result, ensure_ascii=False)
 
     return [
         ToolSpec(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from stores.base import Passage
 from stores.embeddings import Embedder
@@ -20,10 +20,9 @@ from stores.knowledge.index import KnowledgeIndex
 from stores.knowledge.ingest import IngestReport, Progress
 from stores.knowledge.ingest import ingest as ingest_files
 from stores.knowledge.search import Searcher, SearchSettings
+from stores.knowledge.trash import Trash, move_to_trash
+from stores.knowledge.trash import restore as restore_from_trash
 from stores.manifest import FileRecord
-
-if TYPE_CHECKING:
-    pass
 
 
 class KnowledgeBase:
@@ -44,6 +43,7 @@ class KnowledgeBase:
         bm25_weight: float = 1.0,
         chunk_tokens: int = 320,
         fusion: str = "convex",
+        trash_days: float = 7.0,
     ) -> None:
         """``min_vector_score`` and ``null_margin`` default per embedder (``MIN_VECTOR_SCORE``,
         ``NULL_MARGIN``); pass ``-1.0`` and ``float("-inf")`` respectively to switch them off."""
@@ -58,9 +58,11 @@ class KnowledgeBase:
             bm25_weight=bm25_weight,
         )
         self.chunk_tokens = chunk_tokens
+        self.trash_days = trash_days
         self.index = KnowledgeIndex(
             directory, embedder=embedder, chroma_url=chroma_url, collection=collection
         )
+        self.trash = Trash(self.index.kb_dir, trash_days)
         self.searcher = Searcher(self.index, settings)
         # The index's fixed parts, as attributes of the knowledge base (none of them is ever replaced).
         self.data_dir = self.index.data_dir
@@ -103,8 +105,16 @@ class KnowledgeBase:
         return record
 
     def delete_document(self, source: str) -> int:
-        """Remove one source from Chroma, BM25 and the manifest; returns the chunks removed."""
-        return self.index.delete_document(source)
+        """Remove one source from Chroma, BM25 and the manifest (into the trash); returns the chunks removed."""
+        return self.delete_to_trash(source)[0]
+
+    def delete_to_trash(self, source: str) -> tuple[int, int | None]:
+        """Delete ``source``, kept ``trash_days`` days in the trash: (chunks removed, trash id or None)."""
+        return move_to_trash(self.index, self.trash, source)
+
+    def restore(self, trash_id: int) -> FileRecord:
+        """Put a deleted document back in all three stores (``TrashError`` when it cannot be)."""
+        return restore_from_trash(self.index, self.trash, trash_id)
 
     # -- search ----------------------------------------------------------------------------------
     def search(

@@ -64,6 +64,25 @@ def test_approve_removes_the_document_from_both_retrievers(kb_home: Path) -> Non
     assert _indexed("agents.md")["chroma"] and open_knowledge_base(Settings()).stats()["documents"] == 2
 
 
+def test_a_deleted_document_can_be_restored_from_the_trash_by_command(kb_home: Path) -> None:
+    graph = build_graph(InMemorySaver())
+    config = {"configurable": {"thread_id": "t", "user_id": "alice"}}
+    paused = graph.invoke({"messages": [HumanMessage("删除文档 rag.md")]}, config, context=Settings(**ADMIN))
+    assert "trash 7 days" in paused["__interrupt__"][0].value["description"]
+    done = graph.invoke(Command(resume={"approved": True}), config, context=Settings(**ADMIN))
+    [result] = _tool_messages(done["messages"], "delete_document")
+    trash_id = json.loads(result.content)["trash_id"]
+    listed = CliRunner().invoke(app, ["trash", "list", "--json"])
+    assert [(i["id"], i["source"]) for i in json.loads(listed.stdout)] == [(trash_id, "rag.md")]
+    restored = CliRunner().invoke(app, ["trash", "restore", str(trash_id)])
+    assert restored.exit_code == 0 and "restored rag.md" in restored.stdout
+    assert _indexed("rag.md") == {"chroma": True, "bm25": True, "manifest": True}
+    assert "rag.md" in _found("RAG 检索增强生成", "vector") and "rag.md" in _found("RAG 检索增强生成", "bm25")
+    again = CliRunner().invoke(app, ["trash", "restore", str(trash_id)])
+    assert again.exit_code == 2 and "nothing in the trash" in again.output
+    assert "0 document(s)" in CliRunner().invoke(app, ["trash", "purge", "--all"]).stdout
+
+
 def test_reject_changes_nothing_and_the_model_is_told(kb_home: Path) -> None:
     graph = build_graph(InMemorySaver())
     config = {"configurable": {"thread_id": "t", "user_id": "alice"}}
