@@ -52,6 +52,24 @@ def chroma_client(data_dir: str | Path, url: str = "") -> ClientAPI:
         return _clients[key]
 
 
+def reopen_client(data_dir: str | Path, url: str = "") -> ClientAPI:
+    """A fresh embedded client for ``data_dir`` (a server client is returned as is).
+
+    Embedded Chroma loads each collection's HNSW index into the process once and never re-reads it, so
+    after another process wrote, this process's queries miss new chunks, return deleted ones or fail.
+    A new client reads the files again; objects still holding the old one keep working on its snapshot.
+    """
+    if url:
+        return chroma_client(data_dir, url)
+    from chromadb.api.client import SharedSystemClient
+
+    key = str(Path(data_dir, "chroma").resolve())
+    with _lock:
+        _clients.pop(key, None)
+        SharedSystemClient._identifier_to_system.pop(key, None)  # Chroma caches one system per path
+    return chroma_client(data_dir, url)
+
+
 def open_collection(client: ClientAPI, name: str, embedder: Embedder, **metadata: Any) -> Collection:
     """Get or create ``name`` with our embedding function; refuse one built by another embedder."""
     function = ChromaEmbedding(embedder)

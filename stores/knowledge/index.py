@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from stores.base import Passage
-from stores.chroma import EmbeddingMismatchError, chroma_client, open_collection
+from stores.chroma import EmbeddingMismatchError, chroma_client, open_collection, reopen_client
 from stores.embeddings import Embedder
 from stores.knowledge.groups import FLAG_PREFIXES, clean_groups, group_key
 from stores.manifest import Manifest
@@ -32,7 +32,8 @@ class KnowledgeIndex:
     """Chroma collection + BM25 index + manifest of one collection, and the generation last seen.
 
     ``generation`` is the manifest's write counter when this instance last loaded BM25; another
-    instance or process writing moves it, and ``refresh`` then reloads (see ``foreign_write``).
+    instance or process writing moves it, and ``refresh`` then reloads BM25 and, for embedded Chroma,
+    reopens the client (its in-memory vector index does not see other processes' writes).
     """
 
     def __init__(
@@ -62,7 +63,6 @@ class KnowledgeIndex:
         self.bm25: BM25Index = BM25Index(self.kb_dir / "bm25")
         self.generation = self.manifest.generation()
         self.groups_seen: frozenset[str] | None = None  # every group of an indexed document
-        self.foreign_write = False  # someone else wrote since we opened: our embedded HNSW may be stale
         if self.bm25.needs_reindex:  # the tokenizer changed: re-tokenize the texts Chroma holds
             self.rebuild_bm25()
 
@@ -71,11 +71,17 @@ class KnowledgeIndex:
         generation = self.manifest.generation()
         if generation != self.generation:
             self.bm25.reload()
+            self.reopen_vectors()
             self.generation = generation
             self.groups_seen = None
-            self.foreign_write = True  # another instance/process wrote: our embedded HNSW copy may be stale
         if self.groups_seen is None:
             self.groups_seen = frozenset(g for r in self.manifest.records().values() for g in r.groups)
+
+    def reopen_vectors(self) -> None:
+        """Read the vector index again: after another process wrote to embedded Chroma."""
+        if not self.chroma_url:
+            self.client = reopen_client(self.data_dir)
+            self.collection = open_collection(self.client, self.collection_name, self.embedder)
 
     def wrote(self) -> None:
         """After our own write: adopt the manifest's new generation and recount the groups seen."""

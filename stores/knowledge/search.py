@@ -175,10 +175,6 @@ class Searcher:
         # nearest chunks are fetched unfiltered (more of them when the caller is restricted) and the group
         # flags checked on each; only if too few of them are visible does the filtered query run. Either
         # way the result is the top ``n`` among the chunks the caller may see: no hidden chunk takes a slot.
-        if self.index.foreign_write:  # another process wrote: only the filtered query notices a stale index
-            result = self._query(vector, n, group_filter(groups), ["distances"])
-            ids, distances = result["ids"][0], (result["distances"] or [[]])[0]
-            return [(cid, 1.0 - float(d)) for cid, d in zip(ids, distances, strict=True)], self._cut(vector)
         seen = self.index.groups_seen
         unrestricted = seen is not None and seen <= set(groups)
         fetch = n if unrestricted else n * OVERSAMPLE
@@ -201,14 +197,21 @@ class Searcher:
     def _query(self, vector: np.ndarray, n: int, where: dict[str, Any] | None, include: list[str]) -> Any:
         from chromadb.errors import InternalError
 
-        try:
+        def query() -> Any:
             return self.index.collection.query(
                 query_embeddings=[vector],
                 n_results=n,
                 where=where,
                 include=include,  # type: ignore[arg-type]
             )
-        except InternalError as exc:  # embedded Chroma keeps its HNSW index per process
+
+        try:
+            return query()
+        except InternalError:  # another process is writing embedded Chroma right now: read it again
+            self.index.reopen_vectors()
+        try:
+            return query()
+        except InternalError as exc:
             raise StaleIndexError(
                 f"the vector index under {self.index.data_dir} was changed by another process: restart this "
                 "one, or use a Chroma server (KB_AGENT_CHROMA_URL) when several processes share a knowledge base"
