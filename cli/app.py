@@ -23,6 +23,7 @@ from graph.api import Agent, EmptyQuestionError, open_agent
 from graph.settings import ConfigError, Settings, env_table
 from models.errors import ModelConfigError, ModelError
 from stores.checkpoint import CheckpointConfigError
+from stores.sql import StoreUnavailableError
 from stores.threads import ThreadOwnershipError
 
 app = typer.Typer(
@@ -31,7 +32,15 @@ app = typer.Typer(
 out = Console()
 err = Console(stderr=True)
 
-USER_ERRORS = (ModelError, ModelConfigError, ConfigError, CheckpointConfigError, EmptyQuestionError, ThreadOwnershipError)
+USER_ERRORS = (
+    ModelError,
+    ModelConfigError,
+    ConfigError,
+    CheckpointConfigError,
+    EmptyQuestionError,
+    ThreadOwnershipError,
+    StoreUnavailableError,
+)
 
 
 def fail(message: str, code: int = 1) -> None:

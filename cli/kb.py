@@ -14,8 +14,9 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from graph.open_stores import open_knowledge_base
+from graph.open_stores import open_knowledge_base as open_kb
 from graph.settings import Settings
+from stores.sql import StoreUnavailableError
 
 MODES = ("bm25", "vector", "hybrid")
 EVAL_CHUNK_TOKENS = 480
@@ -26,6 +27,14 @@ err = Console(stderr=True)
 def _fail(message: str, code: int = 1) -> None:
     err.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
     raise typer.Exit(code)
+
+
+def open_knowledge_base(ctx: Settings, *, create: bool = False) -> Any:
+    """The knowledge base, or one line naming the setting when its database or Chroma server is down."""
+    try:
+        return open_kb(ctx, create=create)
+    except StoreUnavailableError as exc:
+        _fail(str(exc))
 
 
 RERANKED = "hybrid+rerank"  # eval only: hybrid candidates reordered by the configured reranker

@@ -19,6 +19,7 @@ from chromadb.api.models.Collection import Collection
 from chromadb.config import Settings
 
 from stores.embeddings import ChromaEmbedding, Embedder
+from stores.sql import StoreUnavailableError
 
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")  # no phoning home, ever
 _clients: dict[str, ClientAPI] = {}
@@ -40,12 +41,18 @@ def chroma_client(data_dir: str | Path, url: str = "") -> ClientAPI:
                 parsed = urlparse(url)
                 if parsed.scheme not in {"http", "https"} or not parsed.hostname:
                     raise ValueError(f"KB_AGENT_CHROMA_URL={url!r} must look like http://host:8000")
-                _clients[key] = chromadb.HttpClient(
-                    host=parsed.hostname,
-                    port=parsed.port or (443 if parsed.scheme == "https" else 8000),
-                    ssl=parsed.scheme == "https",
-                    settings=settings,
-                )
+                try:
+                    _clients[key] = chromadb.HttpClient(
+                        host=parsed.hostname,
+                        port=parsed.port or (443 if parsed.scheme == "https" else 8000),
+                        ssl=parsed.scheme == "https",
+                        settings=settings,
+                    )
+                except Exception as exc:  # the client checks the server at once; its errors vary by cause
+                    raise StoreUnavailableError(
+                        f"KB_AGENT_CHROMA_URL: cannot reach the Chroma server at {url} ({type(exc).__name__}); "
+                        "check the URL and that `chroma run` is up"
+                    ) from None
             else:
                 Path(key).mkdir(parents=True, exist_ok=True)
                 _clients[key] = chromadb.PersistentClient(path=key, settings=settings)

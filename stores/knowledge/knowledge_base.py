@@ -34,6 +34,7 @@ class KnowledgeBase:
         *,
         embedder: Embedder,
         chroma_url: str = "",
+        database_url: str = "",
         collection: str = "knowledge",
         candidates: int = 20,
         rrf_k: int = 60,
@@ -58,7 +59,7 @@ class KnowledgeBase:
         )
         self.chunk_tokens = chunk_tokens
         self.index = KnowledgeIndex(
-            directory, embedder=embedder, chroma_url=chroma_url, collection=collection
+            directory, embedder=embedder, chroma_url=chroma_url, database_url=database_url, collection=collection
         )
         self.searcher = Searcher(self.index, settings)
         # The index's fixed parts, as attributes of the knowledge base (none of them is ever replaced).
@@ -139,10 +140,12 @@ class KnowledgeBase:
         return self.index.rebuild_bm25()
 
     @staticmethod
-    def drop(directory: str | Path, *, chroma_url: str = "", collection: str = "knowledge") -> None:
+    def drop(
+        directory: str | Path, *, chroma_url: str = "", database_url: str = "", collection: str = "knowledge"
+    ) -> None:
         """Empty a knowledge base whatever embedder built it (collection, BM25, manifest): the first step
         of re-indexing with another embedder. Open instances must ``reset()`` or be recreated."""
-        KnowledgeIndex.drop(directory, chroma_url=chroma_url, collection=collection)
+        KnowledgeIndex.drop(directory, chroma_url=chroma_url, database_url=database_url, collection=collection)
 
     def reset(self) -> None:
         """``drop`` this knowledge base and keep using this instance on the empty one."""
