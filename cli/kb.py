@@ -272,8 +272,26 @@ def _eval_reranker(ctx: Settings, calls: list[int]) -> Any:
     return Counting()
 
 
+def repair(as_json: bool = typer.Option(False, "--json", help="Print the report as JSON.")) -> None:
+    """Make Chroma, BM25 and the manifest agree (after a killed ingest): report and fix the differences."""
+    kb = open_knowledge_base(Settings())
+    report = (
+        kb.repair_report() if kb is not None else {"stray_chunks": 0, "missing_chunks": 0, "forgotten": []}
+    )
+    if as_json:
+        typer.echo(json.dumps(report, ensure_ascii=False, indent=2))
+        return
+    out.print(
+        f"stray chunks removed {report['stray_chunks']} · missing chunks {report['missing_chunks']} · "
+        f"documents forgotten {len(report['forgotten'])}"
+    )
+    for source in report["forgotten"]:
+        out.print(f"[yellow]forgotten[/yellow] {escape(source)}: ingest it again to re-index it")
+
+
 def register(app: typer.Typer) -> None:
     app.command()(ingest)
+    app.command()(repair)
     app.command()(stats)
     app.command()(search)
     app.command("eval")(evaluate)

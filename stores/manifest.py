@@ -257,6 +257,11 @@ class Manifest:
         )
         db.execute(self._sql(self._SET_META), ("last_update", now_iso()))
 
+    def touch(self) -> None:
+        """Bump the generation without changing a record: other processes reload (after a repair)."""
+        with self._connect() as db:
+            self._touch(db)
+
     def meta(self) -> dict[str, str]:
         with self._connect() as db:
             return {row["key"]: row["value"] for row in db.execute(self._sql("SELECT key, value FROM {meta}"))}

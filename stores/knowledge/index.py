@@ -68,6 +68,7 @@ class KnowledgeIndex:
         self.generation = self.manifest.generation()
         self.groups_seen: frozenset[str] | None = None  # every group of an indexed document
         self._refresh_lock = threading.Lock()
+        self.known: set[str] | None = None  # the manifest's chunk ids: the only ones search may serve
         self.synced: dict[str, tuple[str, tuple[str, ...]]] = {}  # shared mode: chunk -> (hash, groups) in BM25
         if self.shared:
             self.sync_bm25()
@@ -84,6 +85,8 @@ class KnowledgeIndex:
 
     def _refresh(self) -> None:
         generation = self.manifest.generation()
+        if generation != self.generation or self.known is None:
+            self.known = self.manifest.chunk_ids()  # read before the stores: never newer than them
         if generation != self.generation:
             if self.shared:
                 self.sync_bm25()
@@ -105,6 +108,7 @@ class KnowledgeIndex:
         """After our own write: adopt the manifest's new generation and recount the groups seen."""
         self.generation = self.manifest.generation()
         self.groups_seen = None  # our own write may have added groups
+        self.known = None
         if self.shared:  # our BM25 already holds what we wrote
             self.synced = _wanted(self.manifest.records().values())
 
@@ -209,6 +213,11 @@ class KnowledgeIndex:
     def repair(self) -> int:
         """Make the stores agree after a crash: drop stray chunks, forget sources with missing ones
         (the next ingest re-indexes them). Returns the number of ids fixed."""
+        report = self.repair_report()
+        return report["stray_chunks"] + report["missing_chunks"]
+
+    def repair_report(self) -> dict[str, Any]:
+        """``repair``, saying what it found: stray and missing chunk counts, and the sources forgotten."""
         with self.manifest.lock():
             ids = self.index_ids()
             stray = (ids["chroma"] | ids["bm25"]) - ids["manifest"]
@@ -216,8 +225,10 @@ class KnowledgeIndex:
             broken = {s: r for s, r in self.manifest.records().items() if missing & set(r.chunk_ids)}
             self.delete_chunks(sorted(stray.union(*(r.chunk_ids for r in broken.values()))))
             self.manifest.apply([], broken)
+            if stray:  # only Chroma and BM25 changed: tell the other processes to reload anyway
+                self.manifest.touch()
             self.wrote()
-            return len(stray) + len(missing)
+            return {"stray_chunks": len(stray), "missing_chunks": len(missing), "forgotten": sorted(broken)}
 
     def rebuild_bm25(self) -> int:
         """Re-tokenize every chunk Chroma holds into a fresh BM25 index (after an analyzer change, or on

@@ -135,6 +135,10 @@ class KnowledgeBase:
         (the next ingest re-indexes them). Returns the number of ids fixed."""
         return self.index.repair()
 
+    def repair_report(self) -> dict[str, Any]:
+        """``repair``, saying what it found: stray and missing chunk counts, and the sources forgotten."""
+        return self.index.repair_report()
+
     def rebuild_bm25(self) -> int:
         """Re-tokenize every chunk Chroma holds into a fresh BM25 index; returns the chunks indexed."""
         return self.index.rebuild_bm25()

@@ -134,7 +134,9 @@ class Searcher:
         self.index.refresh()
         settings = self.settings
         n = max(k, settings.candidates) if mode == "hybrid" else k
+        known = self.index.known or set()  # during another ingest the stores hold chunks the manifest does not
         keyword = self.index.bm25.search(query, n, groups) if mode != "vector" else []
+        keyword = [(cid, s) for cid, s in keyword if cid in known]
         if mode == "bm25":
             return [(cid, float(s), ["bm25"], {"bm25_score": float(s)}) for cid, s in keyword]
         try:
@@ -144,6 +146,7 @@ class Searcher:
                 raise
             log.warning("%s; searching with BM25 alone", exc)  # an answer from keywords beats none
             vectors, cut = [], 0.0
+        vectors = [(cid, s) for cid, s in vectors if cid in known]
         if mode == "vector":
             return [(cid, s, ["vector"], {"vector_score": s}) for cid, s in vectors if s >= cut][:k]
         lexical = {cid for cid, _ in keyword}  # found by BM25: counts even below the vector cut
