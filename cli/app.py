@@ -26,6 +26,7 @@ from graph.settings import ConfigError, Settings, env_table
 from models.errors import ModelConfigError, ModelError
 from stores.checkpoint import CheckpointConfigError
 from stores.disk import disk_full
+from stores.sql import StoreUnavailableError
 from stores.threads import ThreadOwnershipError
 
 app = typer.Typer(
@@ -34,7 +35,15 @@ app = typer.Typer(
 out = Console()
 err = Console(stderr=True)
 
-USER_ERRORS = (ModelError, ModelConfigError, ConfigError, CheckpointConfigError, EmptyQuestionError, ThreadOwnershipError)
+USER_ERRORS = (
+    ModelError,
+    ModelConfigError,
+    ConfigError,
+    CheckpointConfigError,
+    EmptyQuestionError,
+    ThreadOwnershipError,
+    StoreUnavailableError,
+)
 
 
 def fail(message: str, code: int = 1) -> None:

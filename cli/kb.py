@@ -14,10 +14,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from cli.terminal import json_text, shown
-from graph.open_stores import open_knowledge_base
+from graph.open_stores import open_knowledge_base as open_kb
 from graph.settings import Settings
 from models.rerank import cut_below
 from stores.disk import disk_full
+from stores.sql import StoreUnavailableError
 
 MODES = ("bm25", "vector", "hybrid")
 EVAL_CHUNK_TOKENS = 480
@@ -28,6 +29,14 @@ err = Console(stderr=True)
 def _fail(message: str, code: int = 1) -> None:
     err.print(f"[red]error:[/red] {shown(message)}", soft_wrap=True)
     raise typer.Exit(code)
+
+
+def open_knowledge_base(ctx: Settings, *, create: bool = False) -> Any:
+    """The knowledge base, or one line naming the setting when its database or Chroma server is down."""
+    try:
+        return open_kb(ctx, create=create)
+    except StoreUnavailableError as exc:
+        _fail(str(exc))
 
 
 RERANKED = "hybrid+rerank"  # eval only: hybrid candidates reordered by the configured reranker
@@ -387,8 +396,26 @@ def _eval_reranker(ctx: Settings, calls: list[int]) -> Any:
     return Counting()
 
 
+def repair(as_json: bool = typer.Option(False, "--json", help="Print the report as JSON.")) -> None:
+    """Make Chroma, BM25 and the manifest agree (after a killed ingest): report and fix the differences."""
+    kb = open_knowledge_base(Settings())
+    report = (
+        kb.repair_report() if kb is not None else {"stray_chunks": 0, "missing_chunks": 0, "forgotten": []}
+    )
+    if as_json:
+        typer.echo(json.dumps(report, ensure_ascii=False, indent=2))
+        return
+    out.print(
+        f"stray chunks removed {report['stray_chunks']} · missing chunks {report['missing_chunks']} · "
+        f"documents forgotten {len(report['forgotten'])}"
+    )
+    for source in report["forgotten"]:
+        out.print(f"[yellow]forgotten[/yellow] {escape(source)}: ingest it again to re-index it")
+
+
 def register(app: typer.Typer) -> None:
     app.command()(ingest)
+    app.command()(repair)
     app.command()(stats)
     app.command()(search)
     app.command("eval")(evaluate)

@@ -28,6 +28,7 @@ from stores.base import MemoryRecord, Passage
 from stores.embeddings import embedder_for
 from stores.feedback import FeedbackStore
 from stores.memory.extraction import OfflineExtractor
+from stores.memory.outbox import MemoryOutbox
 from stores.memory.rules import Extractor
 from stores.memory.store import ChromaMemoryStore
 from stores.memory.updater import BackgroundMemoryUpdater
@@ -55,6 +56,7 @@ def open_knowledge_base(ctx: Settings, *, create: bool = False) -> Any | None:
         str(directory.resolve()),
         ctx.embedder,
         ctx.chroma_url,
+        ctx.database_url,
         ctx.candidates,
         ctx.rrf_k,
         ctx.fusion,
@@ -69,6 +71,7 @@ def open_knowledge_base(ctx: Settings, *, create: bool = False) -> Any | None:
                 ctx.data_dir,
                 embedder=embedder,
                 chroma_url=ctx.chroma_url,
+                database_url=ctx.database_url,
                 candidates=ctx.candidates,
                 rrf_k=ctx.rrf_k,
                 fusion=ctx.fusion,
@@ -166,12 +169,14 @@ def memory_store(ctx: Settings) -> ChromaMemoryStore:
 
 
 def open_memory(ctx: Settings) -> BackgroundMemoryUpdater:
-    """The store of this context behind a background updater (drained at exit, at most 10 s)."""
+    """The store of this context behind a background updater (drained at exit, at most 10 s), its turns
+    kept in a durable outbox so a crash loses none; opening it finishes what a dead process left."""
     store = memory_store(ctx)
     key = (id(store),)
     with _lock:
         if key not in _updaters:
-            _updaters[key] = updater = BackgroundMemoryUpdater(store)
+            outbox = MemoryOutbox(ctx.data_dir, ctx.database_url)
+            _updaters[key] = updater = BackgroundMemoryUpdater(store, outbox=outbox)
             atexit.register(updater.close, 10.0)
         return _updaters[key]
 

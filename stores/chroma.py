@@ -19,6 +19,7 @@ from chromadb.api.models.Collection import Collection
 from chromadb.config import Settings
 
 from stores.embeddings import ChromaEmbedding, Embedder
+from stores.sql import StoreUnavailableError
 
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")  # no phoning home, ever
 _clients: dict[str, ClientAPI] = {}
@@ -40,16 +41,40 @@ def chroma_client(data_dir: str | Path, url: str = "") -> ClientAPI:
                 parsed = urlparse(url)
                 if parsed.scheme not in {"http", "https"} or not parsed.hostname:
                     raise ValueError(f"KB_AGENT_CHROMA_URL={url!r} must look like http://host:8000")
-                _clients[key] = chromadb.HttpClient(
-                    host=parsed.hostname,
-                    port=parsed.port or (443 if parsed.scheme == "https" else 8000),
-                    ssl=parsed.scheme == "https",
-                    settings=settings,
-                )
+                try:
+                    _clients[key] = chromadb.HttpClient(
+                        host=parsed.hostname,
+                        port=parsed.port or (443 if parsed.scheme == "https" else 8000),
+                        ssl=parsed.scheme == "https",
+                        settings=settings,
+                    )
+                except Exception as exc:  # the client checks the server at once; its errors vary by cause
+                    raise StoreUnavailableError(
+                        f"KB_AGENT_CHROMA_URL: cannot reach the Chroma server at {url} ({type(exc).__name__}); "
+                        "check the URL and that `chroma run` is up"
+                    ) from None
             else:
                 Path(key).mkdir(parents=True, exist_ok=True)
                 _clients[key] = chromadb.PersistentClient(path=key, settings=settings)
         return _clients[key]
+
+
+def reopen_client(data_dir: str | Path, url: str = "") -> ClientAPI:
+    """A fresh embedded client for ``data_dir`` (a server client is returned as is).
+
+    Embedded Chroma loads each collection's HNSW index into the process once and never re-reads it, so
+    after another process wrote, this process's queries miss new chunks, return deleted ones or fail.
+    A new client reads the files again; objects still holding the old one keep working on its snapshot.
+    """
+    if url:
+        return chroma_client(data_dir, url)
+    from chromadb.api.client import SharedSystemClient
+
+    key = str(Path(data_dir, "chroma").resolve())
+    with _lock:
+        _clients.pop(key, None)
+        SharedSystemClient._identifier_to_system.pop(key, None)  # Chroma caches one system per path
+    return chroma_client(data_dir, url)
 
 
 def open_collection(client: ClientAPI, name: str, embedder: Embedder, **metadata: Any) -> Collection:

@@ -5,12 +5,18 @@ ids/hashes, so an unchanged file costs one hash and a changed one re-embeds only
 ``meta`` holds the embedder that built the index and a generation counter bumped by every write, which
 lets other instances notice their in-memory BM25 index is stale. ``lock()`` serialises writers of one KB
 across threads (a re-entrant lock per path) and processes (``fcntl.flock`` on a lock file).
+
+With a ``postgresql://`` URL the same two tables live in Postgres (``kb_<collection>_files`` and
+``_meta``) and the lock is a Postgres advisory lock, so replicas on other machines share the ledger,
+the generation (the index version) and the lock; the SQLite file under the data dir is the default.
 """
 
 from __future__ import annotations
 
 import fcntl
 import json
+import logging
+import re
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator
@@ -18,12 +24,16 @@ from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
+from stores.sql import connect_postgres
+
+log = logging.getLogger(__name__)
 MANIFEST_FILE = "manifest.sqlite3"
 LOCK_FILE = "ingest.lock"
 
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS files (
+CREATE TABLE IF NOT EXISTS {files} (
     source TEXT PRIMARY KEY,
     content_hash TEXT NOT NULL,
     size INTEGER NOT NULL,
@@ -33,8 +43,9 @@ CREATE TABLE IF NOT EXISTS files (
     ingested_at TEXT NOT NULL,
     path TEXT NOT NULL DEFAULT ''
 );
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS {meta} (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
+_COLUMNS = "source, content_hash, size, groups, chunk_ids, chunk_hashes, ingested_at, path"
 
 _thread_locks: dict[str, threading.RLock] = {}
 _thread_locks_guard = threading.Lock()
@@ -63,7 +74,7 @@ class FileRecord:
         return dict(zip(self.chunk_ids, self.chunk_hashes, strict=True))
 
 
-def _record(row: sqlite3.Row) -> FileRecord:
+def _record(row: Any) -> FileRecord:
     return FileRecord(
         source=row["source"],
         content_hash=row["content_hash"],
@@ -77,20 +88,49 @@ def _record(row: sqlite3.Row) -> FileRecord:
 
 
 class Manifest:
-    """The per-KB ledger; each call opens a short-lived connection, so instances are thread-safe."""
+    """The per-KB ledger; each call opens a short-lived connection, so instances are thread-safe.
 
-    def __init__(self, directory: str | Path) -> None:
+    ``database_url`` (``postgresql://``) keeps it in Postgres under ``namespace`` (the collection) instead
+    of ``<directory>/manifest.sqlite3``; the lock is then a Postgres advisory lock on that namespace.
+    """
+
+    def __init__(self, directory: str | Path, *, database_url: str = "", namespace: str = "knowledge") -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.path = self.directory / MANIFEST_FILE
         self.lock_path = self.directory / LOCK_FILE
+        self.database_url = database_url
+        self.shared = bool(database_url)
+        if self.shared:
+            prefix = "kb_" + re.sub(r"[^a-z0-9_]", "_", namespace.lower())
+            self.files, self.meta_table, self.mark = f"{prefix}_files", f"{prefix}_meta", "%s"
+            self.lock_key = f"kb-agent:{prefix}"
+            self._pg = threading.local()
+        else:
+            self.files, self.meta_table, self.mark = "files", "meta", "?"
+            self.lock_key = str(self.lock_path.resolve())
         with self._connect() as db:
-            db.execute("PRAGMA journal_mode=WAL")
-            db.executescript(_SCHEMA)
+            if self.shared:  # two processes creating the tables at once collide in Postgres's catalog
+                db.execute("SELECT pg_advisory_xact_lock(hashtext('kb-agent:schema'))")
+            else:
+                db.execute("PRAGMA journal_mode=WAL")
+            for statement in _SCHEMA.format(files=self.files, meta=self.meta_table).split(";"):
+                if statement.strip():
+                    db.execute(statement)
+
+    def _sql(self, sql: str) -> str:
+        return sql.format(files=self.files, meta=self.meta_table).replace("?", self.mark)
 
     @contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
+    def _connect(self) -> Iterator[Any]:
         """A connection whose ``with`` block is one transaction (committed, or rolled back on error)."""
+        if self.shared:  # one connection per thread, kept: a query per search must not pay a connect
+            conn = getattr(self._pg, "conn", None)
+            if conn is None or conn.closed:
+                conn = self._pg.conn = connect_postgres(self.database_url, dict_rows=True)
+            with conn.transaction():
+                yield conn
+            return
         with closing(sqlite3.connect(self.path, timeout=30)) as db:
             db.row_factory = sqlite3.Row
             with db:
@@ -100,7 +140,7 @@ class Manifest:
     @contextmanager
     def lock(self) -> Iterator[None]:
         """Exclusive writer lock for this KB: re-entrant in a thread, exclusive across threads/processes."""
-        key = str(self.lock_path.resolve())
+        key = self.lock_key
         with _thread_locks_guard:
             rlock = _thread_locks.setdefault(key, threading.RLock())
         with rlock:  # from here on only this thread touches _depth[key]
@@ -111,24 +151,44 @@ class Manifest:
                 finally:
                     _depth[key] -= 1
                 return
-            with open(self.lock_path, "a+") as handle:
-                fcntl.flock(handle, fcntl.LOCK_EX)
+            with self._process_lock():
                 _depth[key] = 1
                 try:
                     yield
                 finally:
                     _depth[key] = 0
+
+    @contextmanager
+    def _process_lock(self) -> Iterator[None]:
+        """The cross-process part of ``lock``: an advisory lock (Postgres) or ``flock`` on a file."""
+        if not self.shared:
+            with open(self.lock_path, "a+") as handle:
+                fcntl.flock(handle, fcntl.LOCK_EX)
+                try:
+                    yield
+                finally:
                     fcntl.flock(handle, fcntl.LOCK_UN)
+            return
+        # its own connection: the lock lives as long as the session, and a crash releases it
+        with connect_postgres(self.database_url) as conn:
+            busy = not conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (self.lock_key,)).fetchone()[0]
+            if busy:
+                log.warning("another process is writing this knowledge base (%s): waiting for it", self.lock_key)
+                conn.execute("SELECT pg_advisory_lock(hashtext(%s))", (self.lock_key,))
+            try:
+                yield
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (self.lock_key,))
 
     # -- files -----------------------------------------------------------------------------------
     def get(self, source: str) -> FileRecord | None:
         with self._connect() as db:
-            row = db.execute("SELECT * FROM files WHERE source = ?", (source,)).fetchone()
+            row = db.execute(self._sql("SELECT * FROM {files} WHERE source = ?"), (source,)).fetchone()
         return _record(row) if row else None
 
     def records(self) -> dict[str, FileRecord]:
         with self._connect() as db:
-            rows = db.execute("SELECT * FROM files ORDER BY source").fetchall()
+            rows = db.execute(self._sql("SELECT * FROM {files} ORDER BY source")).fetchall()
         return {row["source"]: _record(row) for row in rows}
 
     def put(self, record: FileRecord) -> None:
@@ -156,49 +216,62 @@ class Manifest:
             )
         gone = [(source,) for source in removes]
         with self._connect() as db:
-            db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
-            db.executemany("DELETE FROM files WHERE source = ?", gone)
+            upsert = (
+                f"INSERT INTO {{files}} ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (source) DO UPDATE "
+                "SET " + ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS.split(", ")[1:])
+            )
+            if rows:
+                db.cursor().executemany(self._sql(upsert), rows)
+            if gone:
+                db.cursor().executemany(self._sql("DELETE FROM {files} WHERE source = ?"), gone)
             if rows or gone:
                 self._touch(db)
 
     def remove(self, source: str) -> FileRecord | None:
         """Forget ``source``; returns what was recorded for it (None if nothing)."""
         with self._connect() as db:
-            row = db.execute("SELECT * FROM files WHERE source = ?", (source,)).fetchone()
+            row = db.execute(self._sql("SELECT * FROM {files} WHERE source = ?"), (source,)).fetchone()
             if row is None:
                 return None
-            db.execute("DELETE FROM files WHERE source = ?", (source,))
+            db.execute(self._sql("DELETE FROM {files} WHERE source = ?"), (source,))
             self._touch(db)
         return _record(row)
 
     def clear(self) -> None:
         with self._connect() as db:
-            db.execute("DELETE FROM files")
+            db.execute(self._sql("DELETE FROM {files}"))
             self._touch(db)
 
     def chunk_ids(self) -> set[str]:
         return {cid for record in self.records().values() for cid in record.chunk_ids}
 
     # -- meta ------------------------------------------------------------------------------------
-    def _touch(self, db: sqlite3.Connection) -> None:
+    _SET_META = "INSERT INTO {meta} VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+
+    def _touch(self, db: Any) -> None:
         db.execute(
-            "INSERT INTO meta VALUES ('generation', '1') "
-            "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+            self._sql(
+                "INSERT INTO {meta} VALUES ('generation', '1') ON CONFLICT (key) "
+                "DO UPDATE SET value = CAST(CAST({meta}.value AS INTEGER) + 1 AS TEXT)"
+            )
         )
-        db.execute("INSERT OR REPLACE INTO meta VALUES ('last_update', ?)", (now_iso(),))
+        db.execute(self._sql(self._SET_META), ("last_update", now_iso()))
+
+    def touch(self) -> None:
+        """Bump the generation without changing a record: other processes reload (after a repair)."""
+        with self._connect() as db:
+            self._touch(db)
 
     def meta(self) -> dict[str, str]:
         with self._connect() as db:
-            return {row["key"]: row["value"] for row in db.execute("SELECT key, value FROM meta")}
+            return {row["key"]: row["value"] for row in db.execute(self._sql("SELECT key, value FROM {meta}"))}
 
     def set_meta(self, **values: str | int) -> None:
         with self._connect() as db:
-            db.executemany(
-                "INSERT OR REPLACE INTO meta VALUES (?, ?)", [(k, str(v)) for k, v in values.items()]
-            )
+            db.cursor().executemany(self._sql(self._SET_META), [(k, str(v)) for k, v in values.items()])
 
     def generation(self) -> int:
         """Bumped by every write to ``files``: a cheap "has anyone changed this KB?" check."""
         with self._connect() as db:
-            row = db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+            row = db.execute(self._sql("SELECT value FROM {meta} WHERE key = 'generation'")).fetchone()
         return int(row["value"]) if row else 0

@@ -10,6 +10,7 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 
 def is_postgres(url: str) -> bool:
@@ -29,12 +30,31 @@ class Database:
         return "BIGSERIAL" if self.postgres else "INTEGER"
 
 
+class StoreUnavailableError(ConnectionError):
+    """A configured database or Chroma server cannot be reached; the message names the setting."""
+
+
+def connect_postgres(url: str, *, dict_rows: bool = False) -> Any:
+    """An autocommit psycopg connection, or :class:`StoreUnavailableError` naming KB_AGENT_DATABASE_URL."""
+    import psycopg
+    from psycopg.rows import dict_row
+
+    try:
+        return psycopg.connect(url, autocommit=True, connect_timeout=10, row_factory=dict_row if dict_rows else None)
+    except psycopg.OperationalError as exc:
+        info = urlparse(url)
+        where = f"{info.hostname or 'localhost'}:{info.port or 5432}{info.path or ''}"  # never the password
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0].rsplit(": ", 1)[-1]
+        raise StoreUnavailableError(
+            f"KB_AGENT_DATABASE_URL: cannot connect to Postgres at {where} ({reason}); check the URL and that "
+            "the server is running"
+        ) from None
+
+
 def open_database(sqlite_file: str | Path, url: str = "") -> Database:
     """Postgres for a ``postgresql://`` URL, else the SQLite file (created, WAL, shared across threads)."""
     if is_postgres(url):
-        import psycopg
-
-        return Database(psycopg.connect(url, autocommit=True), "%s", True)
+        return Database(connect_postgres(url), "%s", True)
     path = Path(sqlite_file)
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=30)

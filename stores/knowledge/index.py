@@ -14,15 +14,16 @@ Deleting, reading back, counting and repairing need no more than this state, so 
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from stores.base import Passage
-from stores.chroma import EmbeddingMismatchError, chroma_client, open_collection
+from stores.chroma import EmbeddingMismatchError, chroma_client, open_collection, reopen_client
 from stores.embeddings import Embedder
 from stores.knowledge.groups import FLAG_PREFIXES, clean_groups, group_key
-from stores.manifest import Manifest
+from stores.manifest import FileRecord, Manifest
 
 if TYPE_CHECKING:
     from stores.bm25_index import BM25Index
@@ -32,7 +33,8 @@ class KnowledgeIndex:
     """Chroma collection + BM25 index + manifest of one collection, and the generation last seen.
 
     ``generation`` is the manifest's write counter when this instance last loaded BM25; another
-    instance or process writing moves it, and ``refresh`` then reloads (see ``foreign_write``).
+    instance or process writing moves it, and ``refresh`` then reloads BM25 and, for embedded Chroma,
+    reopens the client (its in-memory vector index does not see other processes' writes).
     """
 
     def __init__(
@@ -41,6 +43,7 @@ class KnowledgeIndex:
         *,
         embedder: Embedder,
         chroma_url: str = "",
+        database_url: str = "",
         collection: str = "knowledge",
     ) -> None:
         from stores.bm25_index import BM25Index
@@ -48,39 +51,90 @@ class KnowledgeIndex:
         self.data_dir = Path(directory)
         self.kb_dir = self.data_dir / collection
         self.embedder = embedder
-        self.manifest = Manifest(self.kb_dir)
+        self.chroma_url = chroma_url
+        self.client = chroma_client(self.data_dir, chroma_url)  # first: an unreachable server says so
+        # Shared mode: a Chroma server and Postgres hold everything; BM25 is this process's copy.
+        self.shared = bool(chroma_url and database_url)
+        self.manifest = _manifest(self.kb_dir, chroma_url, database_url, collection)
         built_with = self.manifest.meta().get("embedder")
         if built_with and built_with != embedder.name:
             raise EmbeddingMismatchError(
                 f"knowledge base {self.kb_dir} was built with embedder {built_with!r}; the current one is "
                 f"{embedder.name!r}. Re-index (kb-agent ingest --reindex PATH) or set KB_AGENT_EMBEDDER={built_with}"
             )
-        self.chroma_url = chroma_url
-        self.client = chroma_client(self.data_dir, chroma_url)
         self.collection_name = collection
         self.collection = open_collection(self.client, collection, embedder)
         self.bm25: BM25Index = BM25Index(self.kb_dir / "bm25")
         self.generation = self.manifest.generation()
         self.groups_seen: frozenset[str] | None = None  # every group of an indexed document
-        self.foreign_write = False  # someone else wrote since we opened: our embedded HNSW may be stale
-        if self.bm25.needs_reindex:  # the tokenizer changed: re-tokenize the texts Chroma holds
+        self._refresh_lock = threading.Lock()
+        self.known: set[str] | None = None  # the manifest's chunk ids: the only ones search may serve
+        self.synced: dict[str, tuple[str, tuple[str, ...]]] = {}  # shared mode: chunk -> (hash, groups) in BM25
+        if self.shared:
+            self.sync_bm25()
+        elif self.bm25.needs_reindex:  # the tokenizer changed: re-tokenize the texts Chroma holds
             self.rebuild_bm25()
 
     def refresh(self) -> None:
-        """Reload the BM25 index when another instance or process wrote this KB since we loaded it."""
+        """Reload the BM25 index when another instance or process wrote this KB since we loaded it.
+
+        Every query calls this first, so no query runs on a keyword index older than the version it read.
+        """
+        with self._refresh_lock:  # concurrent queries of one process reload once
+            self._refresh()
+
+    def _refresh(self) -> None:
         generation = self.manifest.generation()
+        if generation != self.generation or self.known is None:
+            self.known = self.manifest.chunk_ids()  # read before the stores: never newer than them
         if generation != self.generation:
-            self.bm25.reload()
+            if self.shared:
+                self.sync_bm25()
+            else:
+                self.bm25.reload()
+                self.reopen_vectors()
             self.generation = generation
             self.groups_seen = None
-            self.foreign_write = True  # another instance/process wrote: our embedded HNSW copy may be stale
         if self.groups_seen is None:
             self.groups_seen = frozenset(g for r in self.manifest.records().values() for g in r.groups)
+
+    def reopen_vectors(self) -> None:
+        """Read the vector index again: after another process wrote to embedded Chroma."""
+        if not self.chroma_url:
+            self.client = reopen_client(self.data_dir)
+            self.collection = open_collection(self.client, self.collection_name, self.embedder)
 
     def wrote(self) -> None:
         """After our own write: adopt the manifest's new generation and recount the groups seen."""
         self.generation = self.manifest.generation()
         self.groups_seen = None  # our own write may have added groups
+        self.known = None
+        if self.shared:  # our BM25 already holds what we wrote
+            self.synced = _wanted(self.manifest.records().values())
+
+    def sync_bm25(self, page: int = 1000) -> int:
+        """Shared mode: bring this process's BM25 to the shared manifest, reading changed texts from
+        Chroma; returns the chunks (re)indexed. Unchanged chunks cost nothing, so a replica pays for
+        what other processes wrote, and for everything once, when it opens."""
+        generation = self.manifest.generation()  # read first: a write during the sync moves it again
+        wanted = _wanted(self.manifest.records().values())
+        if not self.synced and (len(self.bm25) or self.bm25.needs_reindex):
+            self.bm25.clear()  # a copy from an earlier run: its state relative to the manifest is unknown
+        stale = [cid for cid in self.bm25.ids() if cid not in wanted]
+        fetch = [cid for cid, have in wanted.items() if self.synced.get(cid) != have]
+        with self.bm25.batch():
+            self.bm25.remove(stale)
+            for start in range(0, len(fetch), page):
+                ids = fetch[start : start + page]
+                got = self.collection.get(ids=ids, include=["documents"])
+                texts = dict(zip(got["ids"], got["documents"] or [], strict=False))
+                # a chunk the manifest names but Chroma lacks is left out: ``repair`` reports it
+                self.bm25.upsert([(cid, texts[cid] or "", wanted[cid][1]) for cid in ids if cid in texts])
+        self.synced = wanted
+        self.generation = generation
+        self.groups_seen = None
+        self.bm25.warm()
+        return len(fetch)
 
     def delete_chunks(self, ids: Sequence[str]) -> int:
         """Remove chunks from Chroma and BM25 (the caller updates the manifest); returns how many."""
@@ -160,6 +214,11 @@ class KnowledgeIndex:
     def repair(self) -> int:
         """Make the stores agree after a crash: drop stray chunks, forget sources with missing ones
         (the next ingest re-indexes them). Returns the number of ids fixed."""
+        report = self.repair_report()
+        return report["stray_chunks"] + report["missing_chunks"]
+
+    def repair_report(self) -> dict[str, Any]:
+        """``repair``, saying what it found: stray and missing chunk counts, and the sources forgotten."""
         with self.manifest.lock():
             ids = self.index_ids()
             stray = (ids["chroma"] | ids["bm25"]) - ids["manifest"]
@@ -167,8 +226,10 @@ class KnowledgeIndex:
             broken = {s: r for s, r in self.manifest.records().items() if missing & set(r.chunk_ids)}
             self.delete_chunks(sorted(stray.union(*(r.chunk_ids for r in broken.values()))))
             self.manifest.apply([], broken)
+            if stray:  # only Chroma and BM25 changed: tell the other processes to reload anyway
+                self.manifest.touch()
             self.wrote()
-            return len(stray) + len(missing)
+            return {"stray_chunks": len(stray), "missing_chunks": len(missing), "forgotten": sorted(broken)}
 
     def rebuild_bm25(self) -> int:
         """Re-tokenize every chunk Chroma holds into a fresh BM25 index (after an analyzer change, or on
@@ -183,12 +244,14 @@ class KnowledgeIndex:
             return len(self.bm25)
 
     @staticmethod
-    def drop(directory: str | Path, *, chroma_url: str = "", collection: str = "knowledge") -> None:
+    def drop(
+        directory: str | Path, *, chroma_url: str = "", database_url: str = "", collection: str = "knowledge"
+    ) -> None:
         """Empty a knowledge base whatever embedder built it (collection, BM25, manifest): the first step
         of re-indexing with another embedder. Open instances must ``reset()`` or be recreated."""
         from stores.bm25_index import BM25Index
 
-        manifest = Manifest(Path(directory) / collection)
+        manifest = _manifest(Path(directory) / collection, chroma_url, database_url, collection)
         with manifest.lock():
             with contextlib.suppress(Exception):  # no such collection: nothing to drop
                 chroma_client(directory, chroma_url).delete_collection(collection)
@@ -199,7 +262,28 @@ class KnowledgeIndex:
     def reset(self) -> None:
         """``drop`` this knowledge base and keep using this instance on the empty one."""
         with self.manifest.lock():
-            self.drop(self.data_dir, chroma_url=self.chroma_url, collection=self.collection_name)
+            self.drop(
+                self.data_dir,
+                chroma_url=self.chroma_url,
+                database_url=self.manifest.database_url,
+                collection=self.collection_name,
+            )
             self.collection = open_collection(self.client, self.collection_name, self.embedder)
             self.bm25.reload()
             self.wrote()
+
+
+def _manifest(kb_dir: Path, chroma_url: str, database_url: str, collection: str) -> Manifest:
+    """The shared manifest in Postgres only when Chroma is shared too: a local Chroma directory with a
+    shared ledger would make every other process believe it holds chunks it has never seen."""
+    shared = database_url if chroma_url else ""
+    return Manifest(kb_dir, database_url=shared, namespace=collection)
+
+
+def _wanted(records: Iterable[FileRecord]) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """chunk id -> (content hash, groups): what BM25 must hold for these manifest records."""
+    return {
+        cid: (digest, tuple(record.groups))
+        for record in records
+        for cid, digest in zip(record.chunk_ids, record.chunk_hashes, strict=True)
+    }

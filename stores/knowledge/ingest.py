@@ -83,6 +83,9 @@ def ingest(
             if not prune:  # with prune, a vanished path just means its documents go
                 report.skipped.append((str(path), str(exc)))
     with index.manifest.lock():
+        if index.manifest.meta().get("ingesting"):  # the last ingest or delete never finished (killed)
+            index.repair()
+        index.manifest.set_meta(ingesting=now_iso())
         index.refresh()
         records = index.manifest.records()
         puts: list[FileRecord] = []
@@ -100,6 +103,7 @@ def ingest(
                         seen[doc.source] = absolute
                         chosen = fixed or clean_groups(read_groups(file, root) or DEFAULT_GROUPS)
                         old = records.get(doc.source)
+                        _same_source_check(doc.source, old, absolute, root)
                         if record := _ingest_file(
                             index,
                             doc,
@@ -122,7 +126,21 @@ def ingest(
             if puts:
                 index.manifest.set_meta(embedder=index.embedder.name, dim=index.embedder.dim)
             index.wrote()
+        index.manifest.set_meta(ingesting="")
     return report
+
+
+def _same_source_check(source: str, old: FileRecord | None, path: str, root: Path) -> None:
+    """Refuse a file whose id (its path relative to the ingest root) is another existing file's."""
+    from stores.documents import DocumentError
+
+    if old is None or not old.path or old.path == path or not Path(old.path).exists():
+        return  # new, the same file, or the old one moved away: replacing is what the user wants
+    old_root = old.path[: -len(source)].rstrip("/") if old.path.endswith(source) else str(Path(old.path).parent)
+    raise DocumentError(
+        f"{source!r} is already indexed from {old_root}; {root.absolute()} has another file with the same "
+        "relative path, which would replace it. Rename one of them, or ingest both from a common parent folder"
+    )
 
 
 def _prunable(records: dict[str, FileRecord], given: list[Path], seen: dict[str, str]) -> list[str]:

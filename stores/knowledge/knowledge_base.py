@@ -34,6 +34,7 @@ class KnowledgeBase:
         *,
         embedder: Embedder,
         chroma_url: str = "",
+        database_url: str = "",
         collection: str = "knowledge",
         candidates: int = 20,
         rrf_k: int = 60,
@@ -60,7 +61,7 @@ class KnowledgeBase:
         self.chunk_tokens = chunk_tokens
         self.trash_days = trash_days
         self.index = KnowledgeIndex(
-            directory, embedder=embedder, chroma_url=chroma_url, collection=collection
+            directory, embedder=embedder, chroma_url=chroma_url, database_url=database_url, collection=collection
         )
         self.trash = Trash(self.index.kb_dir, trash_days)
         self.searcher = Searcher(self.index, settings)
@@ -159,15 +160,21 @@ class KnowledgeBase:
         (the next ingest re-indexes them). Returns the number of ids fixed."""
         return self.index.repair()
 
+    def repair_report(self) -> dict[str, Any]:
+        """``repair``, saying what it found: stray and missing chunk counts, and the sources forgotten."""
+        return self.index.repair_report()
+
     def rebuild_bm25(self) -> int:
         """Re-tokenize every chunk Chroma holds into a fresh BM25 index; returns the chunks indexed."""
         return self.index.rebuild_bm25()
 
     @staticmethod
-    def drop(directory: str | Path, *, chroma_url: str = "", collection: str = "knowledge") -> None:
+    def drop(
+        directory: str | Path, *, chroma_url: str = "", database_url: str = "", collection: str = "knowledge"
+    ) -> None:
         """Empty a knowledge base whatever embedder built it (collection, BM25, manifest): the first step
         of re-indexing with another embedder. Open instances must ``reset()`` or be recreated."""
-        KnowledgeIndex.drop(directory, chroma_url=chroma_url, collection=collection)
+        KnowledgeIndex.drop(directory, chroma_url=chroma_url, database_url=database_url, collection=collection)
 
     def reset(self) -> None:
         """``drop`` this knowledge base and keep using this instance on the empty one."""

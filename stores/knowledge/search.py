@@ -134,7 +134,9 @@ class Searcher:
         self.index.refresh()
         settings = self.settings
         n = max(k, settings.candidates) if mode == "hybrid" else k
+        known = self.index.known or set()  # during another ingest the stores hold chunks the manifest does not
         keyword = self.index.bm25.search(query, n, groups) if mode != "vector" else []
+        keyword = [(cid, s) for cid, s in keyword if cid in known]
         if mode == "bm25":
             return [(cid, float(s), ["bm25"], {"bm25_score": float(s)}) for cid, s in keyword]
         try:
@@ -144,6 +146,7 @@ class Searcher:
                 raise
             log.warning("%s; searching with BM25 alone", exc)  # an answer from keywords beats none
             vectors, cut = [], 0.0
+        vectors = [(cid, s) for cid, s in vectors if cid in known]
         if mode == "vector":
             return [(cid, s, ["vector"], {"vector_score": s}) for cid, s in vectors if s >= cut][:k]
         lexical = {cid for cid, _ in keyword}  # found by BM25: counts even below the vector cut
@@ -175,10 +178,6 @@ class Searcher:
         # nearest chunks are fetched unfiltered (more of them when the caller is restricted) and the group
         # flags checked on each; only if too few of them are visible does the filtered query run. Either
         # way the result is the top ``n`` among the chunks the caller may see: no hidden chunk takes a slot.
-        if self.index.foreign_write:  # another process wrote: only the filtered query notices a stale index
-            result = self._query(vector, n, group_filter(groups), ["distances"])
-            ids, distances = result["ids"][0], (result["distances"] or [[]])[0]
-            return [(cid, 1.0 - float(d)) for cid, d in zip(ids, distances, strict=True)], self._cut(vector)
         seen = self.index.groups_seen
         unrestricted = seen is not None and seen <= set(groups)
         fetch = n if unrestricted else n * OVERSAMPLE
@@ -201,14 +200,21 @@ class Searcher:
     def _query(self, vector: np.ndarray, n: int, where: dict[str, Any] | None, include: list[str]) -> Any:
         from chromadb.errors import InternalError
 
-        try:
+        def query() -> Any:
             return self.index.collection.query(
                 query_embeddings=[vector],
                 n_results=n,
                 where=where,
                 include=include,  # type: ignore[arg-type]
             )
-        except InternalError as exc:  # embedded Chroma keeps its HNSW index per process
+
+        try:
+            return query()
+        except InternalError:  # another process is writing embedded Chroma right now: read it again
+            self.index.reopen_vectors()
+        try:
+            return query()
+        except InternalError as exc:
             from stores.disk import disk_full
 
             if full := disk_full(exc, self.index.data_dir):  # Chroma cannot even read on a full disk

@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -45,6 +44,13 @@ def utcnow() -> datetime:
 
 def _norm_key(content: str) -> str:
     return hashlib.sha256(normalise_content(content).encode()).hexdigest()[:24]
+
+
+def memory_id(user_id: str, memory_type: str, content: str) -> str:
+    """The id of a fact: the same (user, type, normalised content) gets the same id in every process, so
+    two processes adding one fact at once write one record (a per-process lock cannot see the other)."""
+    key = "\x1f".join((user_id, memory_type, normalise_content(content)))
+    return "mem_" + hashlib.sha256(key.encode()).hexdigest()[:24]
 
 
 def recent_user_messages(messages: Sequence[BaseMessage], limit: int = RECENT_USER_MESSAGES) -> list[str]:
@@ -170,6 +176,9 @@ class ChromaMemoryStore:
 
     def find_same(self, user_id: str, memory_type: str, content: str) -> MemoryRecord | None:
         """The memory that (user, type, normalised content) already names (rule 5's unique key)."""
+        found = self.get(user_id, memory_id(user_id, memory_type, content))
+        if found is not None and found["memory_type"] == memory_type:
+            return found
         where = {"$and": [self._owned(user_id), {"memory_type": memory_type}, {"norm": _norm_key(content)}]}
         rows = self._rows(where=where)
         return rows[0][0] if rows else None
@@ -242,7 +251,7 @@ class ChromaMemoryStore:
                 self._collection.update(ids=[same["id"]], metadatas=[self._metadata(same, now, expires)])
                 return self.get(user_id, same["id"]) or same, False
             record = MemoryRecord(
-                id=f"mem_{uuid.uuid4().hex[:20]}",
+                id=memory_id(user_id, memory_type, content),
                 user_id=user_id,
                 memory_type=memory_type,
                 content=content,
@@ -250,7 +259,7 @@ class ChromaMemoryStore:
                 created_at=now.isoformat(),
             )
             vector = self.embedder.embed_documents([content])[0].tolist()
-            self._collection.add(
+            self._collection.upsert(  # another process adding the same fact now writes the same record
                 ids=[record["id"]],
                 documents=[content],
                 embeddings=[vector],
@@ -269,7 +278,7 @@ class ChromaMemoryStore:
             new = MemoryRecord(**{**old, "content": content})
             expires = self._expiry(old["memory_type"], now)
             vector = self.embedder.embed_documents([content])[0].tolist()
-            self._collection.update(
+            self._collection.upsert(  # last writer wins, also over another process's delete
                 ids=[memory_id],
                 documents=[content],
                 embeddings=[vector],
