@@ -403,14 +403,14 @@ def repair(as_json: bool = typer.Option(False, "--json", help="Print the report 
         kb.repair_report() if kb is not None else {"stray_chunks": 0, "missing_chunks": 0, "forgotten": []}
     )
     if as_json:
-        typer.echo(json.dumps(report, ensure_ascii=False, indent=2))
+        typer.echo(json_text(report))
         return
     out.print(
         f"stray chunks removed {report['stray_chunks']} · missing chunks {report['missing_chunks']} · "
         f"documents forgotten {len(report['forgotten'])}"
     )
     for source in report["forgotten"]:
-        out.print(f"[yellow]forgotten[/yellow] {escape(source)}: ingest it again to re-index it")
+        out.print(f"[yellow]forgotten[/yellow] {shown(source)}: ingest it again to re-index it")
 
 
 def register(app: typer.Typer) -> None:
