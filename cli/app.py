@@ -19,7 +19,7 @@ from rich.table import Table
 from cli import kb as kb_cli
 from cli import memory as memory_cli
 from cli.tools import tools_app
-from graph.api import Agent, EmptyQuestionError, open_agent
+from graph.api import Agent, EmptyQuestionError, ThreadBusyError, open_agent
 from graph.settings import ConfigError, Settings, env_table
 from models.errors import ModelConfigError, ModelError
 from stores.checkpoint import CheckpointConfigError
@@ -31,7 +31,15 @@ app = typer.Typer(
 out = Console()
 err = Console(stderr=True)
 
-USER_ERRORS = (ModelError, ModelConfigError, ConfigError, CheckpointConfigError, EmptyQuestionError, ThreadOwnershipError)
+USER_ERRORS = (
+    ModelError,
+    ModelConfigError,
+    ConfigError,
+    CheckpointConfigError,
+    EmptyQuestionError,
+    ThreadOwnershipError,
+    ThreadBusyError,
+)
 
 
 def fail(message: str, code: int = 1) -> None:
@@ -229,7 +237,7 @@ def chat(
                         on_event=tool_status_printer(out),
                         approve=approval_prompt(out),
                     )
-                except (ModelError, ThreadOwnershipError) as exc:
+                except (ModelError, ThreadOwnershipError, ThreadBusyError) as exc:
                     err.print(f"[red]error:[/red] {escape(str(exc))}")
                     continue
                 out.print(escape(answer.text))

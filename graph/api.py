@@ -34,6 +34,7 @@ from stores.checkpoint import open_checkpointer
 from stores.checkpoint_prune import PruneReport, discard_after, prune_thread
 from stores.memory.updater import BackgroundMemoryUpdater
 from stores.threads import ThreadInfo, ThreadOwnershipError, ThreadRegistry
+from stores.turn_lock import ThreadBusyError, TurnLocks
 from tools.approval import APPROVAL_KIND, parse_decision
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "Answer",
     "EmptyQuestionError",
     "NoPendingApprovalError",
+    "ThreadBusyError",
     "ThreadInfo",
     "ThreadOwnershipError",
     "open_agent",
@@ -124,6 +126,7 @@ class Agent:
         context: Settings,
         memory: BackgroundMemoryUpdater | None = None,
         threads: ThreadRegistry | None = None,
+        locks: TurnLocks | None = None,
     ) -> None:
         self.graph = graph
         self.checkpointer = checkpointer
@@ -132,6 +135,8 @@ class Agent:
         self.registry = (
             threads if threads is not None else ThreadRegistry(context.data_dir, context.checkpoint_url)
         )
+        # One turn per thread at a time, across processes (issue 14 item 1): taken around every turn.
+        self.locks = locks if locks is not None else TurnLocks(context.data_dir, context.checkpoint_url)
         self._pruned: dict[str, str | None] = {}  # thread -> newest checkpoint id at its last prune
 
     def _run_args(self, thread_id: str, user_id: str | None) -> tuple[dict[str, Any], Settings]:
@@ -152,12 +157,16 @@ class Agent:
 
         A high-impact tool call pauses the turn for approval: with ``approve`` it is asked inline (the CLI's
         y/N), else the answer comes back with ``pending_approvals`` for a later :meth:`resume`.
+        While another turn runs on the thread (any process) this waits up to ``turn_wait`` seconds, then
+        raises :class:`ThreadBusyError`.
         """
         if not question or not question.strip():
             raise EmptyQuestionError("the question is empty: type what you want to ask")
         config, ctx = self._run_args(thread_id, user_id)
-        self.registry.claim(thread_id, ctx.user_id, title=question)
-        return self._drive({"messages": [HumanMessage(question)]}, config, ctx, on_event, approve)
+        self.registry.check(thread_id, ctx.user_id)  # another user's thread: refused without waiting
+        with self.locks.hold(thread_id, ctx.turn_wait):
+            self.registry.claim(thread_id, ctx.user_id, title=question)
+            return self._drive({"messages": [HumanMessage(question)]}, config, ctx, on_event, approve)
 
     def resume(
         self,
@@ -171,11 +180,12 @@ class Agent:
         """Answer the pending approval of ``thread_id`` (``{"approved": bool, "reason": str}``) and go on."""
         config, ctx = self._run_args(thread_id, user_id)
         self.registry.check(thread_id, ctx.user_id)
-        if not self.pending_approvals(thread_id, user_id=ctx.user_id):
-            raise NoPendingApprovalError(f"thread {thread_id!r} is not waiting for an approval")
-        value = parse_decision(decision)  # InvalidApprovalError before anything is resumed
-        resume = {"approved": value.approved, "reason": value.reason}
-        return self._drive(Command(resume=resume), config, ctx, on_event, approve)
+        with self.locks.hold(thread_id, ctx.turn_wait):
+            if not self.pending_approvals(thread_id, user_id=ctx.user_id):
+                raise NoPendingApprovalError(f"thread {thread_id!r} is not waiting for an approval")
+            value = parse_decision(decision)  # InvalidApprovalError before anything is resumed
+            resume = {"approved": value.approved, "reason": value.reason}
+            return self._drive(Command(resume=resume), config, ctx, on_event, approve)
 
     def pending_approvals(self, thread_id: str, *, user_id: str | None = None) -> list[dict[str, Any]]:
         """The approvals ``thread_id`` is waiting for (interrupt payloads), oldest first."""
