@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import signal
 import sys
 import uuid
 from typing import Any
@@ -326,7 +327,13 @@ memory_cli.register(app)
 app.add_typer(tools_app, name="tools")
 
 
+def _interrupt(signum: int, _frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main() -> None:
+    # SIGTERM (a service manager, ``kill``) ends a turn the way Ctrl-C does: rolled back, never half saved.
+    signal.signal(signal.SIGTERM, _interrupt)
     app()
 
 
