@@ -23,7 +23,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
 
 from graph.context import Context
-from graph.open_stores import RunMemory, knowledge_services, memory_store, open_knowledge_base
+from graph.open_stores import RunMemory, knowledge_services, memory_store, open_knowledge_base, tool_effects
 from graph.settings import Settings
 from graph.state import InputState, State
 from nodes.agent import make_agent
@@ -114,7 +114,7 @@ def build_builder(
     builder.add_node("retrieve", make_retrieve(knowledge, model, settings))
     builder.add_node("summarize", make_summarize(registry, model, deployment=settings))
     builder.add_node("agent", make_agent(registry, model, settings))
-    builder.add_node("tools", make_tools(registry, settings))
+    builder.add_node("tools", make_tools(registry, settings, effects=tool_effects))
     builder.add_node("update_memory", make_update_memory(memory, settings))
 
     builder.add_edge(START, "load_memory")
