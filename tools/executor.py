@@ -239,7 +239,8 @@ class ToolExecutor:
         }
         effects = context.effects if spec is not None and spec.side_effects and call.id else None
         if effects is not None:
-            recorded = effects.claim(call.id, call.name)
+            # Off the event loop: the record is a database (and the server forbids blocking calls there).
+            recorded = await asyncio.to_thread(effects.claim, call.id, call.name)
             if recorded is not None:  # this step is being re-run (resume after a crash): never twice
                 return _replayed(call, recorded, event, emit)
         emit({**event, "status": "executing", "args": call.args if isinstance(call.args, dict) else None})
@@ -265,7 +266,7 @@ class ToolExecutor:
             outcome = ToolOutcome(call.id, call.name, content, "success", _ms(started))
             emit({**event, "status": "done", "duration_ms": outcome.duration_ms})
         if effects is not None:
-            effects.record(call.id, outcome.status, outcome.content)
+            await asyncio.to_thread(effects.record, call.id, outcome.status, outcome.content)
         log.info(
             "run=%s tool=%s call_id=%s status=%s duration_ms=%.1f user=%s thread=%s",
             context.run_id or "-",
