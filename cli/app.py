@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import signal
 import sys
 import uuid
 from typing import Any
@@ -21,7 +22,7 @@ from cli.feedback import feedback_app
 from cli.terminal import json_text, shown, undecodable
 from cli.tools import tools_app
 from cli.trash import trash_app
-from graph.api import Agent, Answer, EmptyQuestionError, open_agent
+from graph.api import Agent, Answer, EmptyQuestionError, ThreadBusyError, open_agent
 from graph.settings import ConfigError, Settings, env_table
 from models.errors import ModelConfigError, ModelError
 from stores.checkpoint import CheckpointConfigError
@@ -43,6 +44,7 @@ USER_ERRORS = (
     EmptyQuestionError,
     ThreadOwnershipError,
     StoreUnavailableError,
+    ThreadBusyError,
 )
 
 
@@ -267,7 +269,7 @@ def chat(
                         on_event=tool_status_printer(out),
                         approve=approval_prompt(out),
                     )
-                except (ModelError, ThreadOwnershipError) as exc:
+                except (ModelError, ThreadOwnershipError, ThreadBusyError) as exc:
                     err.print(f"[red]error:[/red] {shown(str(exc))}")
                     continue
                 except Exception as exc:  # a full disk: this question is not kept, the chat goes on
@@ -388,8 +390,14 @@ def refuse_undecodable(args: list[str]) -> None:
             raise SystemExit(2)
 
 
+def _interrupt(signum: int, _frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main() -> None:
     refuse_undecodable(sys.argv[1:])
+    # SIGTERM (a service manager, ``kill``) ends a turn the way Ctrl-C does: rolled back, never half saved.
+    signal.signal(signal.SIGTERM, _interrupt)
     app()
 
 

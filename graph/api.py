@@ -35,6 +35,7 @@ from stores.checkpoint_prune import PruneReport, discard_after, prune_thread
 from stores.memory.pending import pending
 from stores.memory.updater import BackgroundMemoryUpdater
 from stores.threads import ThreadInfo, ThreadOwnershipError, ThreadRegistry
+from stores.turn_lock import ThreadBusyError, TurnLocks
 from tools.approval import APPROVAL_KIND, parse_decision
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "Answer",
     "EmptyQuestionError",
     "NoPendingApprovalError",
+    "ThreadBusyError",
     "ThreadInfo",
     "ThreadOwnershipError",
     "open_agent",
@@ -127,6 +129,7 @@ class Agent:
         context: Settings,
         memory: BackgroundMemoryUpdater | None = None,
         threads: ThreadRegistry | None = None,
+        locks: TurnLocks | None = None,
     ) -> None:
         self.graph = graph
         self.checkpointer = checkpointer
@@ -135,6 +138,8 @@ class Agent:
         self.registry = (
             threads if threads is not None else ThreadRegistry(context.data_dir, context.checkpoint_url)
         )
+        # One turn per thread at a time, across processes (issue 14 item 1): taken around every turn.
+        self.locks = locks if locks is not None else TurnLocks(context.data_dir, context.checkpoint_url)
         self._pruned: dict[str, str | None] = {}  # thread -> newest checkpoint id at its last prune
 
     def _run_args(self, thread_id: str, user_id: str | None) -> tuple[dict[str, Any], Settings]:
@@ -155,12 +160,17 @@ class Agent:
 
         A high-impact tool call pauses the turn for approval: with ``approve`` it is asked inline (the CLI's
         y/N), else the answer comes back with ``pending_approvals`` for a later :meth:`resume`.
+        While another turn runs on the thread (any process) this waits up to ``turn_wait`` seconds, then
+        raises :class:`ThreadBusyError`.
         """
         if not question or not question.strip():
             raise EmptyQuestionError("the question is empty: type what you want to ask")
         config, ctx = self._run_args(thread_id, user_id)
-        self.registry.claim(thread_id, ctx.user_id, title=question)
-        answer = self._drive({"messages": [HumanMessage(question)]}, config, ctx, on_event, approve)
+        self.registry.check(thread_id, ctx.user_id)  # another user's thread: refused without waiting
+        with self.locks.hold(thread_id, ctx.turn_wait):
+            self._undo_unfinished(thread_id)
+            payload = {"messages": [HumanMessage(question)]}
+            answer = self._drive(payload, config, ctx, on_event, approve, title=question)
         answer.pending_memories = self._pending_memories(ctx.user_id)
         return answer
 
@@ -187,11 +197,13 @@ class Agent:
         """Answer the pending approval of ``thread_id`` (``{"approved": bool, "reason": str}``) and go on."""
         config, ctx = self._run_args(thread_id, user_id)
         self.registry.check(thread_id, ctx.user_id)
-        if not self.pending_approvals(thread_id, user_id=ctx.user_id):
-            raise NoPendingApprovalError(f"thread {thread_id!r} is not waiting for an approval")
-        value = parse_decision(decision)  # InvalidApprovalError before anything is resumed
-        resume = {"approved": value.approved, "reason": value.reason}
-        return self._drive(Command(resume=resume), config, ctx, on_event, approve)
+        with self.locks.hold(thread_id, ctx.turn_wait):
+            self._undo_unfinished(thread_id)
+            if not self.pending_approvals(thread_id, user_id=ctx.user_id):
+                raise NoPendingApprovalError(f"thread {thread_id!r} is not waiting for an approval")
+            value = parse_decision(decision)  # InvalidApprovalError before anything is resumed
+            resume = {"approved": value.approved, "reason": value.reason}
+            return self._drive(Command(resume=resume), config, ctx, on_event, approve)
 
     def pending_approvals(self, thread_id: str, *, user_id: str | None = None) -> list[dict[str, Any]]:
         """The approvals ``thread_id`` is waiting for (interrupt payloads), oldest first."""
@@ -205,10 +217,16 @@ class Agent:
         ctx: Settings,
         on_event: Callable[[dict[str, Any]], None] | None,
         approve: Approve | None,
+        title: str | None = None,
     ) -> Answer:
         thread_id = config["configurable"]["thread_id"]
         before = self.graph.get_state(config).config.get("configurable", {}).get("checkpoint_id")
+        # Written before the first step, cleared once the turn is saved or undone: if this process dies
+        # in between (kill -9), the next open of the thread finds the marker and undoes the turn.
+        self.registry.begin_turn(thread_id, ctx.user_id, before)
         try:
+            if title is not None:
+                self.registry.claim(thread_id, ctx.user_id, title=title)
             while True:
                 for mode, chunk in self.graph.stream(
                     payload, config, context=ctx, stream_mode=["custom", "values"]
@@ -222,12 +240,12 @@ class Agent:
         except BaseException:
             # A turn is saved whole or not at all: the steps it did write are discarded.
             try:
-                discard_after(self.checkpointer, thread_id, before)
-                if before is None:
-                    self.registry.delete(thread_id, ctx.user_id)
-            except Exception:
+                self._undo(thread_id, ctx.user_id, before)
+            except Exception:  # the marker stays: the next open of the thread tries again
                 log.exception("could not undo the failed turn of thread %s", thread_id)
             raise
+        else:
+            self.registry.end_turn(thread_id)
         finally:
             self.registry.touch(thread_id)
         if ctx.checkpoint_prune:
@@ -241,8 +259,27 @@ class Agent:
         answer.pending_approvals = [i.value for i in state.interrupts if _is_approval(i.value)]
         return answer
 
+    def _undo(self, thread_id: str, user_id: str, before: str | None) -> None:
+        """Put the thread back as it was at checkpoint ``before`` (None: no thread) and clear the marker."""
+        discard_after(self.checkpointer, thread_id, before)
+        if before is None:
+            self.registry.delete(thread_id, user_id)
+        self.registry.end_turn(thread_id)
+
+    def _undo_unfinished(self, thread_id: str) -> None:
+        """Undo a turn whose process died mid-way (its marker is still there); the caller holds the lock."""
+        unfinished = self.registry.unfinished_turn(thread_id)
+        if unfinished is not None:
+            log.warning("thread %s: undoing a turn that never finished (its process died)", thread_id)
+            self._undo(thread_id, *unfinished)
+
     def _owned(self, thread_id: str, user_id: str | None) -> dict[str, Any]:
         self.registry.check(thread_id, user_id or self.context.user_id)
+        if self.registry.unfinished_turn(thread_id) is not None:
+            # Repair before reading, unless the turn is running right now (its process holds the lock).
+            with self.locks.attempt(thread_id) as idle:
+                if idle:
+                    self._undo_unfinished(thread_id)
         return {"configurable": {"thread_id": thread_id}}
 
     def history(

@@ -29,6 +29,7 @@ from graph.open_stores import (
     knowledge_services,
     memory_store,
     open_knowledge_base,
+    tool_effects,
 )
 from graph.settings import Settings
 from graph.state import InputState, State
@@ -122,7 +123,7 @@ def build_builder(
     builder.add_node("retrieve", make_retrieve(knowledge, model, settings, penalties))
     builder.add_node("summarize", make_summarize(registry, model, deployment=settings))
     builder.add_node("agent", make_agent(registry, model, settings))
-    builder.add_node("tools", make_tools(registry, settings))
+    builder.add_node("tools", make_tools(registry, settings, effects=tool_effects))
     builder.add_node("update_memory", make_update_memory(memory, settings))
 
     builder.add_edge(START, "load_memory")

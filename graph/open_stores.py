@@ -32,12 +32,14 @@ from stores.memory.outbox import MemoryOutbox
 from stores.memory.rules import Extractor
 from stores.memory.store import ChromaMemoryStore
 from stores.memory.updater import BackgroundMemoryUpdater
+from stores.tool_effects import ToolEffectLog
 from tools.knowledge_tools import KnowledgeServices
 
 log = logging.getLogger("kb_agent.services")
 _lock = threading.Lock()
 _knowledge: dict[tuple[Any, ...], Any] = {}
 _feedback: dict[tuple[str, str], FeedbackStore] = {}
+_effects: dict[tuple[str, str], ToolEffectLog] = {}
 
 
 
@@ -88,6 +90,15 @@ def feedback_store(ctx: Settings) -> FeedbackStore:
         if key not in _feedback:
             _feedback[key] = FeedbackStore(ctx.data_dir, ctx.database_url)
         return _feedback[key]
+
+
+def tool_effects(ctx: Settings) -> ToolEffectLog:
+    """The record of side-effecting tool calls, beside the threads; opened once per process."""
+    key = (str(Path(ctx.data_dir).resolve()), ctx.checkpoint_url)
+    with _lock:
+        if key not in _effects:
+            _effects[key] = ToolEffectLog(ctx.data_dir, ctx.checkpoint_url)
+        return _effects[key]
 
 
 def summarize(topic: str, passages: list[Passage], ctx: Settings) -> dict[str, Any]:

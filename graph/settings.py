@@ -262,6 +262,13 @@ class Settings:
             "(the full history stays; time travel to intermediate steps goes)."
         },
     )
+    turn_wait: float = field(
+        default=30.0,
+        metadata={
+            "description": "Seconds a turn waits for another turn on the same thread to finish before it is "
+            "refused as busy (0: refuse at once)."
+        },
+    )
 
     def __post_init__(self) -> None:
         environ = os.environ
@@ -296,6 +303,7 @@ class Settings:
             "safety_margin_tokens",
             "keep_recent_rounds",
             "summary_max_tokens",
+            "turn_wait",
         ):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{ENV_PREFIX}{name.upper()} must be 0 or more, got {getattr(self, name)}")

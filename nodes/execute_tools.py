@@ -21,6 +21,7 @@ from graph.state import State
 from nodes.agent import final_message
 from nodes.budget import Budget
 from nodes.conversation import current_question, language, run_label
+from stores.tool_effects import ToolEffectLog
 from tools.approval import interrupt_approver
 from tools.executor import ToolCallRequest, ToolExecutor
 from tools.permissions import grant_for
@@ -48,7 +49,24 @@ def _thread_id() -> str | None:
         return None
 
 
-def make_tools(registry: ToolRegistry, deployment: Settings | None = None) -> ToolsNode:
+def _step_scope(thread_id: str | None) -> str | None:
+    """Thread and task of this tools step: the same when LangGraph re-runs the step on resume."""
+    if thread_id is None:
+        return None  # no checkpointer: nothing is ever resumed
+    try:
+        task = get_config().get("configurable", {}).get("checkpoint_ns", "")
+    except RuntimeError:
+        return None
+    return f"{thread_id}|{task}"
+
+
+def make_tools(
+    registry: ToolRegistry,
+    deployment: Settings | None = None,
+    effects: Callable[[Settings], ToolEffectLog] | None = None,
+) -> ToolsNode:
+    """The tools node; ``effects`` opens the record of side-effecting calls for a run's settings."""
+
     def tools(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         ctx = run_settings(runtime, deployment)
         budget = Budget.from_context(ctx)
@@ -61,9 +79,12 @@ def make_tools(registry: ToolRegistry, deployment: Settings | None = None) -> To
         to_run, refused = calls[:allowance], calls[allowance:]
 
         executor = ToolExecutor(registry, concurrency=ctx.tool_concurrency, timeout=ctx.tool_timeout)
+        thread_id = _thread_id()
+        scope = _step_scope(thread_id)
         tool_ctx = ToolContext(
             user_id=ctx.user_id,
-            thread_id=_thread_id(),
+            thread_id=thread_id,
+            effects=effects(ctx).step(scope) if effects is not None and scope is not None else None,
             timezone=ctx.timezone,
             settings=ctx,
             run_id=run_label(runtime, turn_id),

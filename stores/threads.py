@@ -28,6 +28,14 @@ SCHEMA = (
         last_activity TEXT NOT NULL
     )""",
     "CREATE INDEX IF NOT EXISTS kb_thread_registry_user ON kb_thread_registry (user_id, last_activity)",
+    # A turn in progress: written before a turn runs, cleared after it is saved or undone. One left
+    # behind means its process died (kill -9, power loss); the next open of the thread undoes the turn.
+    """CREATE TABLE IF NOT EXISTS kb_turn_marker (
+        thread_id TEXT PRIMARY KEY,
+        user_id TEXT NOT NULL,
+        before_checkpoint TEXT,
+        started_at TEXT NOT NULL
+    )""",
 )
 
 
@@ -147,6 +155,25 @@ class ThreadRegistry:
             "DELETE FROM kb_thread_registry WHERE thread_id = ? AND user_id = ?", (thread_id, user_id)
         )
         return bool(cursor.rowcount)
+
+    def begin_turn(self, thread_id: str, user_id: str, before: str | None) -> None:
+        """Mark a turn of ``thread_id`` as running; ``before`` is the checkpoint to go back to (None: none)."""
+        self._run(
+            "INSERT INTO kb_turn_marker (thread_id, user_id, before_checkpoint, started_at) "
+            "VALUES (?, ?, ?, ?) ON CONFLICT (thread_id) DO NOTHING",
+            (thread_id, user_id, before, _now()),
+        )
+
+    def end_turn(self, thread_id: str) -> None:
+        """The turn of ``thread_id`` is saved whole, or undone: clear its marker."""
+        self._run("DELETE FROM kb_turn_marker WHERE thread_id = ?", (thread_id,))
+
+    def unfinished_turn(self, thread_id: str) -> tuple[str, str | None] | None:
+        """(user id, checkpoint before it) of a turn of ``thread_id`` that started and never ended."""
+        row = self._run(
+            "SELECT user_id, before_checkpoint FROM kb_turn_marker WHERE thread_id = ?", (thread_id,)
+        ).fetchone()
+        return None if row is None else (str(row[0]), None if row[1] is None else str(row[1]))
 
     def close(self) -> None:
         with self._lock:

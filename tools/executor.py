@@ -238,6 +238,12 @@ class ToolExecutor:
             "call_id": call.id,
             "source": spec.source if spec is not None else "unknown",
         }
+        effects = context.effects if spec is not None and spec.side_effects and call.id else None
+        if effects is not None:
+            # Off the event loop: the record is a database (and the server forbids blocking calls there).
+            recorded = await asyncio.to_thread(effects.claim, call.id, call.name)
+            if recorded is not None:  # this step is being re-run (resume after a crash): never twice
+                return _replayed(call, recorded, event, emit)
         shown = call.args if isinstance(call.args, dict) and not too_deep(call.args) else None
         emit({**event, "status": "executing", "args": shown})  # events get encoded: never too deep
         try:
@@ -261,6 +267,8 @@ class ToolExecutor:
         else:
             outcome = ToolOutcome(call.id, call.name, content, "success", _ms(started))
             emit({**event, "status": "done", "duration_ms": outcome.duration_ms})
+        if effects is not None:
+            await asyncio.to_thread(effects.record, call.id, outcome.status, outcome.content)
         log.info(
             "run=%s tool=%s call_id=%s status=%s duration_ms=%.1f user=%s thread=%s",
             context.run_id or "-",
@@ -298,6 +306,23 @@ class ToolExecutor:
         if inspect.isawaitable(result):  # a sync-looking handler that returned a coroutine
             result = await asyncio.wait_for(result, timeout=self._timeout_for(call))
         return render_result(result)
+
+
+def _replayed(call: ToolCallRequest, recorded: Any, event: dict[str, Any], emit: Emit) -> ToolOutcome:
+    """The outcome an earlier run of a side-effecting call recorded, or a warning if it never finished."""
+    if recorded.status == "running":
+        message = (
+            f"tool {call.name!r} was cut off by a crash before its result was saved, so it may or may not "
+            "have taken effect; check before asking for it again"
+        )
+        outcome = ToolOutcome(call.id, call.name, f"Error: {message}", "error", 0.0, message)
+    else:
+        kind: Any = "success" if recorded.status == "success" else "error"
+        outcome = ToolOutcome(call.id, call.name, recorded.content, kind, 0.0)
+    status = "done" if outcome.status == "success" else "error"
+    emit({**event, "status": status, "replayed": True, "duration_ms": 0.0, "error": outcome.error})
+    log.info("tool=%s call_id=%s replayed the recorded outcome (%s)", call.name, call.id, recorded.status)
+    return outcome
 
 
 def _grant(context: ToolContext) -> Grant:

@@ -238,6 +238,7 @@ def knowledge_tools(services: KnowledgeServices) -> list[ToolSpec]:
             domain="knowledge",
             always_on=True,
             permissions=("feedback:write",),
+            side_effects=True,
         ),
         ToolSpec(
             name="knowledge_stats",
@@ -276,6 +277,7 @@ def knowledge_tools(services: KnowledgeServices) -> list[ToolSpec]:
             domain="knowledge",
             always_on=True,
             permissions=("kb:admin",),
+            side_effects=True,
             requires_approval=True,
             describe=describe_delete,
         ),

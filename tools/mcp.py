@@ -352,6 +352,8 @@ class MCPManager:
                         timeout=config.timeout,
                         permissions=config.permissions,
                         requires_approval=config.needs_approval(tool.name) or config.needs_approval(name),
+                        # What the config puts behind an approval changes something: recorded, done once.
+                        side_effects=config.needs_approval(tool.name) or config.needs_approval(name),
                         source=f"mcp:{server}",
                         domain=server,
                     )

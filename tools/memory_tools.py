@@ -134,6 +134,7 @@ def memory_tools(store_for: StoreFor) -> list[ToolSpec]:
             always_on=True,
             timeout=30.0,
             permissions=("memory:write",),
+            side_effects=True,
         ),
         ToolSpec(
             name="forget",
@@ -152,6 +153,7 @@ def memory_tools(store_for: StoreFor) -> list[ToolSpec]:
             always_on=True,
             timeout=30.0,
             permissions=("memory:write",),
+            side_effects=True,
         ),
         ToolSpec(
             name="search_memories",

@@ -51,6 +51,9 @@ class ToolContext:
     run_id: str | None = None
     history: tuple[Any, ...] = ()  # the thread's messages up to this call (read-only), e.g. for feedback
     grant: Any = None  # a tools.permissions.Grant; None: derived from ``settings`` (none at all: everything)
+    # Where side-effecting calls of this tools step are recorded (a stores.tool_effects.StepEffects); None:
+    # not recorded, so a re-run of the step runs them again.
+    effects: Any = None
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,9 @@ class ToolSpec:
     source: str = "builtin"
     domain: str = "general"  # for tool search: which area of work the tool belongs to
     always_on: bool = False  # bound every turn, whatever the tool search picks
+    # Changes something outside the run (a record, a memory, a document): done once per tool_call_id, a
+    # re-run of the tools node (resume after a crash) gets the recorded result (``stores.tool_effects``).
+    side_effects: bool = False
     # For approvals: the exact action in words, from the validated arguments and the run's ToolContext.
     describe: Callable[[dict[str, Any], ToolContext], str] | None = field(default=None, compare=False)
     wants_context: bool = field(default=False, compare=False)

@@ -1,0 +1,52 @@
+"""The executor records side-effecting calls by ``tool_call_id`` and never runs one twice in a step."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from stores.tool_effects import ToolEffectLog
+from tools.executor import ToolCallRequest, ToolExecutor
+from tools.registry import ToolContext, ToolRegistry, ToolSpec
+
+OBJ: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+def _setup(tmp_path: Path, side_effects: bool = True) -> tuple[ToolExecutor, ToolEffectLog, list[str]]:
+    ran: list[str] = []
+
+    def remember() -> str:
+        ran.append("x")
+        return f"stored #{len(ran)}"
+
+    registry = ToolRegistry()
+    registry.register(ToolSpec("remember", "store", OBJ, remember, side_effects=side_effects))
+    return ToolExecutor(registry), ToolEffectLog(tmp_path), ran
+
+
+def test_a_recorded_call_is_replayed_not_run_and_another_step_runs_its_own(tmp_path: Path) -> None:
+    executor, log, ran = _setup(tmp_path)
+    call = [ToolCallRequest("call_1", "remember", {})]
+    step = ToolContext(effects=log.step("t1|tools:a"))
+    first = executor.run(call, step)
+    events: list[dict[str, Any]] = []
+    again = executor.run(call, step, emit=events.append)
+    assert ran == ["x"] and first[0].content == again[0].content == "stored #1"
+    assert events[-1]["replayed"] is True
+    other = executor.run(call, ToolContext(effects=log.step("t1|tools:b")))  # a model reusing ids
+    assert ran == ["x", "x"] and other[0].content == "stored #2"
+
+
+def test_a_call_cut_off_by_a_crash_is_not_run_again_and_the_model_is_told(tmp_path: Path) -> None:
+    executor, log, ran = _setup(tmp_path)
+    log.claim("t1|tools:a", "call_1", "remember")  # claimed, then the process died: no result
+    [outcome] = executor.run([ToolCallRequest("call_1", "remember", {})], ToolContext(effects=log.step("t1|tools:a")))
+    assert ran == [] and outcome.status == "error" and "may or may not have taken effect" in outcome.content
+
+
+def test_read_only_tools_are_not_recorded(tmp_path: Path) -> None:
+    executor, log, ran = _setup(tmp_path, side_effects=False)
+    step = ToolContext(effects=log.step("t1|tools:a"))
+    executor.run([ToolCallRequest("call_1", "remember", {})], step)
+    executor.run([ToolCallRequest("call_1", "remember", {})], step)
+    assert ran == ["x", "x"] and log.claim("t1|tools:a", "call_1", "remember") is None
