@@ -18,6 +18,7 @@ from rich.table import Table
 
 from cli import kb as kb_cli
 from cli import memory as memory_cli
+from cli import serve as serve_cli
 from cli.tools import tools_app
 from graph.api import Agent, EmptyQuestionError, open_agent
 from graph.settings import ConfigError, Settings, env_table
@@ -315,6 +316,7 @@ def show_config() -> None:
 
 kb_cli.register(app)
 memory_cli.register(app)
+serve_cli.register(app)
 app.add_typer(tools_app, name="tools")
 
 
