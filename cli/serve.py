@@ -158,9 +158,13 @@ def runtime_environment(
 def serve(
     host: str = typer.Option("127.0.0.1", help="Interface to listen on (0.0.0.0 behind a load balancer)."),
     port: int = typer.Option(2026, help="Port to listen on."),
-    workers: int = typer.Option(1, min=1, help="uvicorn worker processes (more than 1 needs KB_AGENT_REDIS_URL)."),
+    workers: int = typer.Option(
+        1, min=1, help="uvicorn worker processes (more than 1 needs KB_AGENT_REDIS_URL)."
+    ),
     insecure_dev: bool = typer.Option(
-        False, "--insecure-dev", help="Serve without KB_AGENT_API_TOKENS (development only: nothing is authenticated)."
+        False,
+        "--insecure-dev",
+        help="Serve without KB_AGENT_API_TOKENS (development only: nothing is authenticated).",
     ),
     config: Path = typer.Option(
         None, help="The LangGraph config (default: the repository's langgraph.json, else ./langgraph.json)."

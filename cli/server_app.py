@@ -24,7 +24,9 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-SELF_CHECK_ENV = "KB_AGENT_SERVE_SELF_CHECK"  # set by `kb-agent serve`: "401" (tokens) or "off" (--insecure-dev)
+SELF_CHECK_ENV = (
+    "KB_AGENT_SERVE_SELF_CHECK"  # set by `kb-agent serve`: "401" (tokens) or "off" (--insecure-dev)
+)
 PROBE_PATH = "/threads/search"  # authenticated, read-only: a fail-open server answers it with 200 and no harm
 BAD_TOKEN = "kb-agent-self-check-not-a-token"
 
@@ -49,7 +51,7 @@ async def probe_auth(app: ASGIApp) -> str | None:
             if response.status_code != 401:
                 return (
                     f"a request {label} got HTTP {response.status_code}, not 401: the auth of langgraph.json "
-                    "(graph/auth.py) did not load, and the runtime fails open. Check the \"auth\" path in the "
+                    '(graph/auth.py) did not load, and the runtime fails open. Check the "auth" path in the '
                     "config and KB_AGENT_API_TOKENS"
                 )
     return None

@@ -129,7 +129,9 @@ def test_stream_carries_custom_tool_events(users: dict[str, SyncLangGraphClient]
     custom = [p.data for p in parts if p.event.split("|")[0] == "custom"]
     statuses = [e.get("status") for e in custom if isinstance(e, dict) and e.get("tool") == "calculator"]
     assert statuses[:1] == ["executing"] and "done" in statuses, custom
-    nodes = {n for p in parts if p.event.split("|")[0] == "updates" and isinstance(p.data, dict) for n in p.data}
+    nodes = {
+        n for p in parts if p.event.split("|")[0] == "updates" and isinstance(p.data, dict) for n in p.data
+    }
     assert {"agent", "tools"} <= nodes
 
 
