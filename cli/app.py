@@ -18,6 +18,7 @@ from rich.table import Table
 
 from cli import kb as kb_cli
 from cli import memory as memory_cli
+from cli import serve as serve_cli
 from cli.feedback import feedback_app
 from cli.terminal import json_text, shown, undecodable
 from cli.tools import tools_app
@@ -368,6 +369,7 @@ def show_config() -> None:
 
 kb_cli.register(app)
 memory_cli.register(app)
+serve_cli.register(app)
 app.add_typer(tools_app, name="tools")
 app.add_typer(feedback_app, name="feedback")
 app.add_typer(trash_app, name="trash")

@@ -192,7 +192,8 @@ async def threads_of_their_owner(ctx: Auth.types.AuthContext, value: Any) -> dic
 
 @auth.on.threads.create_run
 async def runs_with_checked_context(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
-    kwargs = value.get("kwargs") or {}
+    # langgraph-api nests the run's payload under "kwargs"; Aegra (kb-agent serve) passes it flat.
+    kwargs = value.get("kwargs") if isinstance(value.get("kwargs"), dict) else value
     _check_run_payload(ctx, kwargs.get("context"), _caller_configurable(kwargs))
     return _stamp_and_filter(ctx, value)
 
@@ -200,6 +201,8 @@ async def runs_with_checked_context(ctx: Auth.types.AuthContext, value: Any) -> 
 @auth.on.crons
 async def crons_of_their_owner(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
     payload = value.get("payload") if isinstance(value, dict) else None
+    if not isinstance(payload, dict) and isinstance(value, dict):
+        payload = value  # Aegra passes a cron's run fields flat, langgraph-api under "payload"
     if isinstance(payload, dict):
         _check_run_payload(ctx, payload.get("context"), _caller_configurable(payload))
     return _stamp_and_filter(ctx, value)

@@ -1,0 +1,101 @@
+"""The ASGI app ``kb-agent serve`` runs: Aegra's LangGraph-compatible server, refusing to serve without auth.
+
+Aegra (``aegra-api``) reads ``langgraph.json`` and loads our ``graph/auth.py`` on the first request. When
+that path is wrong, or the auth section is missing, it falls back to "no auth" and answers unauthenticated
+requests as an anonymous user: it fails open. So before uvicorn accepts a single connection, this wrapper
+sends the app a request without a token and one with a token nobody holds; unless both are a 401, startup
+fails and the process exits. In ``--insecure-dev`` mode (no tokens, by the operator's choice) the check is
+skipped and a warning is logged instead.
+
+Imported only by uvicorn inside the server interpreter (Python >= 3.12 with ``.[server]`` installed):
+``aegra_api`` is imported inside ``create_app``, so the rest of kb-agent never needs it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+SELF_CHECK_ENV = (
+    "KB_AGENT_SERVE_SELF_CHECK"  # set by `kb-agent serve`: "401" (tokens) or "off" (--insecure-dev)
+)
+PROBE_PATH = "/threads/search"  # authenticated, read-only: a fail-open server answers it with 200 and no harm
+BAD_TOKEN = "kb-agent-self-check-not-a-token"
+
+log = logging.getLogger("kb_agent.serve")
+
+
+class SelfCheckFailed(RuntimeError):
+    """The server answered an unauthenticated request: its auth did not load, so it must not serve."""
+
+
+async def probe_auth(app: ASGIApp) -> str | None:
+    """None when requests without a valid token get 401, else what happened (the reason not to serve)."""
+    import httpx  # the server interpreter has it (aegra-api depends on it)
+
+    transport = httpx.ASGITransport(app=app)  # type: ignore[arg-type]
+    async with httpx.AsyncClient(transport=transport, base_url="http://self-check") as client:
+        for label, headers in (
+            ("without a token", {}),
+            ("with an unknown token", {"Authorization": f"Bearer {BAD_TOKEN}"}),
+        ):
+            response = await client.post(PROBE_PATH, json={"limit": 1}, headers=headers)
+            if response.status_code != 401:
+                return (
+                    f"a request {label} got HTTP {response.status_code}, not 401: the auth of langgraph.json "
+                    '(graph/auth.py) did not load, and the runtime fails open. Check the "auth" path in the '
+                    "config and KB_AGENT_API_TOKENS"
+                )
+    return None
+
+
+class SelfCheckedApp:
+    """Pass everything through, but fail the lifespan startup when the auth probe does not get its 401s."""
+
+    def __init__(self, inner: ASGIApp, *, require_auth: bool) -> None:
+        self.inner = inner
+        self.require_auth = require_auth
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "lifespan":
+            await self.inner(scope, receive, send)
+            return
+
+        async def checked_send(message: Message) -> None:
+            if message.get("type") == "lifespan.startup.complete":
+                problem = await self._check()
+                if problem:
+                    await send({"type": "lifespan.startup.failed", "message": problem})
+                    return
+            await send(message)
+
+        await self.inner(scope, receive, checked_send)
+
+    async def _check(self) -> str | None:
+        if not self.require_auth:
+            log.warning("kb-agent serve --insecure-dev: no tokens, requests are not authenticated")
+            return None
+        try:
+            problem = await probe_auth(self.inner)
+        except Exception as exc:  # a crash of the probe is as bad as a fail-open answer
+            problem = f"the auth self-check could not run ({type(exc).__name__}: {exc})"
+        if problem:
+            log.error("kb-agent serve refuses to serve: %s", problem)
+            return f"kb-agent serve refuses to serve: {problem}"
+        log.info("kb-agent serve: auth self-check passed (requests without a valid token get 401)")
+        return None
+
+
+def create_app() -> SelfCheckedApp:
+    """uvicorn's factory (``cli.server_app:create_app``): Aegra's app behind the auth self-check."""
+    from aegra_api.main import app as aegra_app
+
+    return SelfCheckedApp(aegra_app, require_auth=os.environ.get(SELF_CHECK_ENV, "401") != "off")

@@ -1,0 +1,224 @@
+"""``kb-agent serve`` end to end: Aegra on a private Postgres and Redis, our auth, driven by ``langgraph-sdk``.
+
+One server for the module (offline model, hashing embedder, tokens for alice, bob and root); the refusals
+start their own short-lived processes. Skipped with the reason when the Python 3.12 server venv, Postgres or
+redis-server is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from langgraph_sdk import get_sync_client
+from langgraph_sdk.client import SyncLangGraphClient
+
+from tests.fixtures.serve import (
+    REPO_ROOT,
+    ServeProcess,
+    private_database,
+    private_redis,
+    serve_env,
+    server_kb_agent,
+)
+
+pytestmark = pytest.mark.server
+
+GRAPH_ID = "kb_agent"
+CALC_QUESTION = "计算 123 × 456"
+CALC_ANSWER = "56088"
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """A database and a Redis of the module's own, and the operator's environment for them."""
+    exe = server_kb_agent()
+    tmp = tmp_path_factory.mktemp("serve")
+    with private_redis(tmp) as redis_url, private_database() as database_url:
+        env = serve_env(tmp / "home", database_url, redis_url)
+        docs = tmp / "docs"
+        docs.mkdir()
+        (docs / "old-policy.md").write_text("# Old policy\n\nThe 2019 travel policy, superseded.\n", "utf-8")
+        ingest = subprocess.run(
+            [sys.executable, "-m", "cli", "ingest", str(docs)],
+            cwd=REPO_ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert ingest.returncode == 0, ingest.stderr
+        yield {"exe": exe, "tmp": tmp, "env": env, "database_url": database_url, "redis_url": redis_url}
+
+
+@pytest.fixture(scope="module")
+def server(stack: dict[str, Any]) -> Iterator[ServeProcess]:
+    srv = ServeProcess(stack["exe"], stack["env"], stack["tmp"] / "server.log").start()
+    print(f"\nkb-agent serve healthy after {srv.startup_seconds:.1f}s at {srv.url}")
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+@pytest.fixture(scope="module")
+def users(server: ServeProcess) -> Iterator[dict[str, SyncLangGraphClient]]:
+    clients = {
+        name: get_sync_client(url=server.url, timeout=60.0, headers={"Authorization": f"Bearer tok-{name}"})
+        for name in ("alice", "bob", "root")
+    }
+    try:
+        yield clients
+    finally:
+        for client in clients.values():
+            client.close()
+
+
+def _ask(client: SyncLangGraphClient, thread_id: str, question: str, **kwargs: Any) -> dict[str, Any]:
+    result = client.runs.wait(
+        thread_id, GRAPH_ID, input={"messages": [{"role": "user", "content": question}]}, **kwargs
+    )
+    assert isinstance(result, dict) and "__error__" not in result, repr(result)
+    return result
+
+
+def _interrupts(state: dict[str, Any]) -> list[Any]:
+    return [i["value"] for task in state["tasks"] for i in task.get("interrupts", [])]
+
+
+def test_requests_without_a_valid_token_are_401(server: ServeProcess) -> None:
+    for headers in ({}, {"Authorization": "Bearer nope"}, {"Authorization": "tok-alice"}):
+        response = httpx.post(f"{server.url}/threads", json={}, headers=headers, timeout=30)
+        assert response.status_code == 401, (headers, response.text)
+    assert httpx.get(f"{server.url}/health", timeout=30).json()["status"] == "healthy"
+
+
+def test_thread_run_and_state_read_back(users: dict[str, SyncLangGraphClient]) -> None:
+    alice = users["alice"]
+    thread = alice.threads.create()
+    assert thread["metadata"]["owner"] == "alice"
+    result = _ask(alice, thread["thread_id"], CALC_QUESTION)
+    assert CALC_ANSWER in result["messages"][-1]["content"]
+    _ask(alice, thread["thread_id"], "今天几号")
+    state = alice.threads.get_state(thread["thread_id"])
+    messages = state["values"]["messages"]
+    assert [m["type"] for m in messages[:4]] == ["human", "ai", "tool", "ai"], messages
+    assert messages[4]["content"] == "今天几号" and messages[-1]["type"] == "ai"
+    assert all(m.get("response_metadata", {}).get("offline") for m in messages if m["type"] == "ai")
+    assert [r["status"] for r in alice.runs.list(thread["thread_id"])] == ["success", "success"]
+
+
+def test_stream_carries_custom_tool_events(users: dict[str, SyncLangGraphClient]) -> None:
+    alice = users["alice"]
+    thread_id = alice.threads.create()["thread_id"]
+    parts = list(
+        alice.runs.stream(
+            thread_id,
+            GRAPH_ID,
+            input={"messages": [{"role": "user", "content": CALC_QUESTION}]},
+            stream_mode=["updates", "custom"],
+        )
+    )
+    assert "error" not in [p.event for p in parts], parts
+    custom = [p.data for p in parts if p.event.split("|")[0] == "custom"]
+    statuses = [e.get("status") for e in custom if isinstance(e, dict) and e.get("tool") == "calculator"]
+    assert statuses[:1] == ["executing"] and "done" in statuses, custom
+    nodes = {
+        n for p in parts if p.event.split("|")[0] == "updates" and isinstance(p.data, dict) for n in p.data
+    }
+    assert {"agent", "tools"} <= nodes
+
+
+def test_approval_interrupts_and_resumes(users: dict[str, SyncLangGraphClient]) -> None:
+    root = users["root"]
+    thread_id = root.threads.create()["thread_id"]
+    root.runs.wait(
+        thread_id, GRAPH_ID, input={"messages": [{"role": "user", "content": "删除文档 old-policy.md"}]}
+    )
+    pending = _interrupts(root.threads.get_state(thread_id))
+    assert len(pending) == 1 and pending[0]["tool"] == "delete_document", pending
+    assert pending[0]["args"] == {"doc_id": "old-policy.md"}
+    assert root.threads.get(thread_id)["status"] == "interrupted"
+    root.runs.wait(thread_id, GRAPH_ID, command={"resume": {"approved": True}})
+    messages = root.threads.get_state(thread_id)["values"]["messages"]
+    tool = next(m for m in messages if m["type"] == "tool" and m["name"] == "delete_document")
+    assert '"deleted": "old-policy.md"' in tool["content"], tool
+    assert root.threads.get(thread_id)["status"] == "idle"
+
+
+def test_two_users_are_isolated(users: dict[str, SyncLangGraphClient]) -> None:
+    alice, bob = users["alice"], users["bob"]
+    thread_id = alice.threads.create()["thread_id"]
+    _ask(alice, thread_id, CALC_QUESTION)
+    assert thread_id not in {t["thread_id"] for t in bob.threads.search(limit=100)}
+    assert bob.runs.list(thread_id) == []  # filtered by owner: none of alice's runs
+    for attempt in (
+        lambda: bob.threads.get(thread_id),
+        lambda: bob.threads.get_state(thread_id),
+        lambda: bob.runs.wait(thread_id, GRAPH_ID, input={"messages": [{"role": "user", "content": "hi"}]}),
+        lambda: bob.threads.delete(thread_id),
+    ):
+        with pytest.raises(httpx.HTTPStatusError) as refused:
+            attempt()
+        assert refused.value.response.status_code in (403, 404)
+    with pytest.raises(httpx.HTTPStatusError) as spoofed:
+        bob.runs.wait(
+            bob.threads.create()["thread_id"],
+            GRAPH_ID,
+            input={"messages": [{"role": "user", "content": "hi"}]},
+            context={"user_id": "alice"},
+        )
+    assert spoofed.value.response.status_code == 403
+    assert len(alice.threads.get_state(thread_id)["values"]["messages"]) == 4
+
+
+def _refusal(stack: dict[str, Any], env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(stack["exe"]), "serve", "--port", "1", *args],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_refuses_to_start_without_tokens(stack: dict[str, Any]) -> None:
+    env = {k: v for k, v in stack["env"].items() if k != "KB_AGENT_API_TOKENS"}
+    done = _refusal(stack, env)
+    assert done.returncode == 1 and "KB_AGENT_API_TOKENS is not set" in done.stderr, done.stderr
+    assert "--insecure-dev" in done.stderr
+
+
+def test_postgres_down_at_start_is_one_line_and_exit_1(stack: dict[str, Any]) -> None:
+    env = dict(stack["env"], KB_AGENT_DATABASE_URL="postgresql://postgres:postgres@127.0.0.1:9/nowhere")
+    done = _refusal(stack, env)
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 1 and len(lines) == 1, done.stderr
+    assert "KB_AGENT_DATABASE_URL" in lines[0] and "postgres:postgres" not in lines[0]
+
+
+def test_refuses_to_serve_when_the_auth_does_not_load(stack: dict[str, Any]) -> None:
+    """Aegra fails open on a wrong auth path; the self-check at start turns that into a refusal."""
+    spec = json.loads((REPO_ROOT / "langgraph.json").read_text("utf-8"))
+    spec["dependencies"] = [str(REPO_ROOT)]
+    spec["graphs"] = {GRAPH_ID: str(REPO_ROOT / "graph" / "builder.py") + ":graph"}
+    spec["auth"]["path"] = str(REPO_ROOT / "graph" / "no_such_auth.py") + ":auth"
+    config = stack["tmp"] / "wrong-auth" / "langgraph.json"
+    config.parent.mkdir(exist_ok=True)
+    config.write_text(json.dumps(spec), "utf-8")
+    srv = ServeProcess(stack["exe"], stack["env"], stack["tmp"] / "wrong-auth.log")
+    srv.start("--config", str(config), wait=False)
+    assert srv.proc is not None
+    try:
+        code = srv.proc.wait(timeout=90)
+    finally:
+        srv.stop()
+    log = Path(srv.log).read_text("utf-8", errors="replace")
+    assert code != 0 and "refuses to serve" in log, log[-3000:]

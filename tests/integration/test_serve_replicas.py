@@ -1,0 +1,110 @@
+"""Two ``kb-agent serve`` replicas on one Postgres and one Redis (issue 12 item 4).
+
+A thread started through one continues through the other; an approval raised through one is resumed
+through the other. (Memories across replicas need the shared Chroma server: ``KB_AGENT_CHROMA_URL``.)
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from langgraph_sdk import get_sync_client
+from langgraph_sdk.client import SyncLangGraphClient
+
+from tests.fixtures.serve import (
+    REPO_ROOT,
+    ServeProcess,
+    private_database,
+    private_redis,
+    serve_env,
+    server_kb_agent,
+)
+
+pytestmark = pytest.mark.server
+
+GRAPH_ID = "kb_agent"
+
+
+@pytest.fixture(scope="module")
+def replicas(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[ServeProcess]]:
+    exe = server_kb_agent()
+    tmp = tmp_path_factory.mktemp("serve-replicas")
+    with private_redis(tmp) as redis_url, private_database() as database_url:
+        env = serve_env(tmp / "home", database_url, redis_url)
+        env["KB_AGENT_LONG_TERM_MEMORY"] = "false"  # embedded Chroma is per machine; replicas share a server
+        docs = tmp / "docs"
+        docs.mkdir()
+        (docs / "old-policy.md").write_text("# Old policy\n\nThe 2019 travel policy, superseded.\n", "utf-8")
+        ingest = subprocess.run(
+            [sys.executable, "-m", "cli", "ingest", str(docs)],
+            cwd=REPO_ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert ingest.returncode == 0, ingest.stderr
+        servers = [ServeProcess(exe, env, tmp / f"replica-{i}.log") for i in range(2)]
+        try:
+            for srv in servers:
+                srv.start()
+            yield servers
+        finally:
+            for srv in servers:
+                srv.stop()
+
+
+def _clients(replicas: list[ServeProcess], token: str) -> list[SyncLangGraphClient]:
+    return [
+        get_sync_client(url=srv.url, timeout=60.0, headers={"Authorization": f"Bearer {token}"})
+        for srv in replicas
+    ]
+
+
+def _ask(client: SyncLangGraphClient, thread_id: str, question: str) -> dict[str, Any]:
+    result = client.runs.wait(
+        thread_id, GRAPH_ID, input={"messages": [{"role": "user", "content": question}]}
+    )
+    assert isinstance(result, dict) and "__error__" not in result, repr(result)
+    return result
+
+
+def test_a_thread_continues_on_the_other_replica(replicas: list[ServeProcess]) -> None:
+    one, two = _clients(replicas, "tok-alice")
+    thread_id = one.threads.create()["thread_id"]
+    for turn in range(4):
+        client = (one, two)[turn % 2]
+        result = _ask(client, thread_id, f"计算 {200 + turn} × 3")
+        assert str((200 + turn) * 3) in result["messages"][-1]["content"]
+    for client in (one, two):
+        humans = [
+            m["content"]
+            for m in client.threads.get_state(thread_id)["values"]["messages"]
+            if m["type"] == "human"
+        ]
+        assert humans == [f"计算 {200 + t} × 3" for t in range(4)]
+        assert [r["status"] for r in client.runs.list(thread_id)] == ["success"] * 4
+    bob_two = _clients(replicas, "tok-bob")[1]
+    assert thread_id not in {t["thread_id"] for t in bob_two.threads.search(limit=100)}
+
+
+def test_an_approval_raised_on_one_is_resumed_on_the_other(replicas: list[ServeProcess]) -> None:
+    one, two = _clients(replicas, "tok-root")
+    thread_id = one.threads.create()["thread_id"]
+    one.runs.wait(
+        thread_id, GRAPH_ID, input={"messages": [{"role": "user", "content": "删除文档 old-policy.md"}]}
+    )
+    pending = [
+        i["value"] for task in two.threads.get_state(thread_id)["tasks"] for i in task.get("interrupts", [])
+    ]
+    assert len(pending) == 1 and pending[0]["tool"] == "delete_document", pending
+    assert two.threads.get(thread_id)["status"] == "interrupted"
+    two.runs.wait(thread_id, GRAPH_ID, command={"resume": {"approved": True}})
+    messages = one.threads.get_state(thread_id)["values"]["messages"]
+    tool = next(m for m in messages if m["type"] == "tool" and m["name"] == "delete_document")
+    assert '"deleted": "old-policy.md"' in tool["content"], tool
+    assert one.threads.get(thread_id)["status"] == "idle"
