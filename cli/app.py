@@ -10,6 +10,7 @@ import logging
 import signal
 import sys
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 import typer
@@ -22,6 +23,7 @@ from cli import serve as serve_cli
 from cli.feedback import feedback_app
 from cli.terminal import json_text, shown, undecodable
 from cli.tools import tools_app
+from cli.trace import print_memories_written, trace_printer
 from cli.trash import trash_app
 from graph.api import Agent, Answer, EmptyQuestionError, ThreadBusyError, open_agent
 from graph.settings import ConfigError, Settings, env_table
@@ -121,9 +123,21 @@ def _setup(verbose: bool) -> None:
     )
 
 
-def _context(user: str | None) -> Settings:
+def _context(user: str | None, *, offline: bool = False) -> Settings:
+    """The operator's settings, for ``user``; ``offline`` forces the offline model (``--demo``)."""
     ctx = Settings()
-    return Settings(**{**ctx.__dict__, "user_id": user}) if user else ctx
+    changes = {**({"user_id": user} if user else {}), **({"model": "offline"} if offline else {})}
+    return Settings(**{**ctx.__dict__, **changes}) if changes else ctx
+
+
+def _trace_memories_written(agent: Agent, since: str) -> None:
+    """After a traced turn: wait for its background extraction, then show what it wrote or refused."""
+    memory = agent.memory
+    store = getattr(memory, "store", None)
+    if memory is None or store is None or not memory.drain(10):
+        return
+    entries = [e for e in store.audit.list(user_id=agent.context.user_id, limit=50) if e.created_at >= since]
+    print_memories_written(err, list(reversed(entries)))
 
 
 @app.command()
@@ -134,20 +148,27 @@ def ask(
     ),
     user: str | None = typer.Option(None, "--user", "-u", help="Who is asking (default: KB_AGENT_USER_ID)."),
     as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON."),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Log each step to stderr."),
+    verbose: bool = typer.Option(
+        False, "--verbose", "-v", "--trace", help="Trace each step live on stderr: rounds, tools, passages, memories."
+    ),
+    offline: bool = typer.Option(False, "--offline", "--demo", help="Use the offline model whatever is configured."),
 ) -> None:
     """Ask one question and print the answer."""
-    _setup(verbose)
+    _setup(False)
     if not question.strip():
         fail("the question is empty: type what you want to ask", 2)
+    status = tool_status_printer(err)
     try:
-        with open_agent(_context(user)) as agent:
+        with open_agent(_context(user, offline=offline)) as agent:
+            started = datetime.now(UTC).isoformat(timespec="microseconds")
             answer = agent.ask(
                 question,
                 thread_id=thread or f"ask-{uuid.uuid4().hex[:12]}",
-                on_event=None if as_json else tool_status_printer(err),
+                on_event=None if as_json else (trace_printer(err, status) if verbose else status),
                 approve=approval_prompt(err),
             )
+            if verbose and not as_json:
+                _trace_memories_written(agent, started)
     except USER_ERRORS as exc:
         fail(str(exc))
     except Exception as exc:
@@ -237,12 +258,16 @@ def chat(
     thread: str = typer.Option("default", "--thread", "-t", help="Thread to continue."),
     user: str | None = typer.Option(None, "--user", "-u", help="Who is chatting."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Log each step to stderr."),
+    trace: bool = typer.Option(False, "--trace", help="Trace each step live: rounds, tools, passages, memories."),
+    offline: bool = typer.Option(False, "--offline", "--demo", help="Use the offline model whatever is configured."),
 ) -> None:
     """Chat in a REPL; the thread is kept across restarts."""
     _setup(verbose)
     state = {"thread": thread}
+    status = tool_status_printer(out)
+    on_event = trace_printer(out, status) if trace else status
     try:
-        with open_agent(_context(user)) as agent:
+        with open_agent(_context(user, offline=offline)) as agent:
             model = agent.context.model_name
             out.print(f"[dim]kb-agent · model {model} · thread {thread} · {CHAT_HELP}[/dim]")
             _lenient_stdin()
@@ -263,11 +288,12 @@ def chat(
                     if not _chat_command(agent, line, state):
                         break
                     continue
+                started = datetime.now(UTC).isoformat(timespec="microseconds")
                 try:
                     answer = agent.ask(
                         line,
                         thread_id=state["thread"],
-                        on_event=tool_status_printer(out),
+                        on_event=on_event,
                         approve=approval_prompt(out),
                     )
                 except (ModelError, ThreadOwnershipError, ThreadBusyError) as exc:
@@ -280,6 +306,8 @@ def chat(
                     continue
                 out.print(shown(answer.text))
                 _pending_line(answer)
+                if trace:
+                    _trace_memories_written(agent, started)
     except USER_ERRORS as exc:
         fail(str(exc))
 

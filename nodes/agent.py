@@ -132,6 +132,16 @@ def make_agent(
             len(response.tool_calls),
             (time.perf_counter() - started) * 1000,
         )
+        runtime.stream_writer(  # the live trace (kb-agent ask -v): what the model was offered and chose
+            {
+                "type": "model_round",
+                "round": counters["rounds"],
+                "model": ctx.model_name,
+                "tools_offered": [d.get("function", d).get("name") for d in definitions],
+                "tool_calls": [{"name": c["name"], "args": c["args"]} for c in response.tool_calls],
+                "tokens": int(used),
+            }
+        )
         if response.tool_calls and budget.note_calls(counters, response.tool_calls):
             # The repeated call is not run: the assistant message is replaced so no call goes unanswered.
             text = budget.stop_message("repeated_call", lang == "zh")

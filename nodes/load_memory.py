@@ -26,6 +26,11 @@ def make_load_memory(
         question, _ = current_question(state.messages)
         if not question.strip():
             return {"memories": []}
-        return {"memories": list(memory.recall(ctx.user_id, question, RECALL_TOP_K))}
+        recalled = list(memory.recall(ctx.user_id, question, RECALL_TOP_K))
+        if recalled:
+            runtime.stream_writer(
+                {"type": "memories_recalled", "memories": [{"id": m.get("id"), "content": m.get("content")} for m in recalled]}
+            )
+        return {"memories": recalled}
 
     return load_memory

@@ -126,6 +126,15 @@ def make_retrieve(
             plan.fallbacks,
             len(passages),
         )
+        runtime.stream_writer(
+            {
+                "type": "passages",
+                "passages": [
+                    {"id": p.get("id"), "score": round(float(p.get("score", 0.0)), 4), "retrievers": p.get("retrievers", [])}
+                    for p in passages
+                ],
+            }
+        )
         return {"passages": passages}
 
     return retrieve

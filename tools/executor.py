@@ -32,6 +32,7 @@ from tools.registry import (
     validate_arguments,
 )
 
+RESULT_PREVIEW = 300  # characters of a result in its 'done' event (the live trace shows them)
 log = logging.getLogger("kb_agent.tools")
 
 MAX_OUTPUT_CHARS = 20_000
@@ -266,7 +267,7 @@ class ToolExecutor:
             emit({**event, "status": "error", "error": message, "duration_ms": outcome.duration_ms})
         else:
             outcome = ToolOutcome(call.id, call.name, content, "success", _ms(started))
-            emit({**event, "status": "done", "duration_ms": outcome.duration_ms})
+            emit({**event, "status": "done", "duration_ms": outcome.duration_ms, "result": content[:RESULT_PREVIEW]})
         if effects is not None:
             await asyncio.to_thread(effects.record, call.id, outcome.status, outcome.content)
         log.info(

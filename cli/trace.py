@@ -1,0 +1,55 @@
+"""The live trace of a turn (``kb-agent ask -v``, ``chat --trace``), seed 001 Page 9 and seed 000: what the
+model was offered and chose each round, every tool call with its arguments and (truncated) result, the
+passages retrieved with their scores, and the memories recalled and written. Secrets are redacted."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from rich.console import Console
+
+from cli.terminal import shown
+from stores.memory.checks import redact
+
+PREVIEW = 160
+
+
+def _brief(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return shown(redact(text, limit=PREVIEW))
+
+
+def trace_printer(console: Console, tool_status: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
+    """A stream-event callback that prints the trace, and tool status lines through ``tool_status``."""
+
+    def show(event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        if kind == "memories_recalled":
+            for m in event.get("memories", []):
+                console.print(f"[dim]· memory {shown(m.get('id'))}: {_brief(m.get('content'))}[/dim]")
+        elif kind == "passages":
+            found = ", ".join(f"{shown(p.get('id'))} ({p.get('score')})" for p in event.get("passages", []))
+            console.print(f"[dim]· retrieved: {found or 'nothing'}[/dim]")
+        elif kind == "model_round":
+            offered = ", ".join(shown(t) for t in event.get("tools_offered", []))
+            console.print(
+                f"[dim]· round {event.get('round')} · {shown(event.get('model'))} · {event.get('tokens')} tokens · "
+                f"tools offered: {offered or 'none'}[/dim]"
+            )
+            for call in event.get("tool_calls", []):
+                console.print(f"[dim]  → {shown(call.get('name'))}({_brief(call.get('args'))})[/dim]")
+        elif kind == "tool_call":
+            tool_status(event)
+            if event.get("status") == "done" and "result" in event:
+                console.print(f"[dim]  ← {_brief(event['result'])}[/dim]")
+
+    return show
+
+
+def print_memories_written(console: Console, entries: list[Any]) -> None:
+    """The memory changes a turn's background extraction made (audit entries), after the answer."""
+    for e in entries:
+        detail = e.new_content or e.old_content or e.reason or ""
+        console.print(f"[dim]· memory {shown(e.action)} {shown(e.status)}: {_brief(detail)}[/dim]")
