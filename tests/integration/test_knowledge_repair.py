@@ -43,11 +43,15 @@ def kb_agent(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_a_killed_ingest_leaves_no_chunk_that_search_serves_and_the_next_ingest_reconciles(tmp_path: Path) -> None:
+def test_a_killed_ingest_leaves_no_chunk_that_search_serves_and_the_next_ingest_reconciles(
+    tmp_path: Path,
+) -> None:
     home = tmp_path / "home"
     write(tmp_path / "docs" / "keep.md", "The merger plan with ACME closes in March.")
     assert kb_agent("ingest", str(tmp_path / "docs"), home=home).returncode == 0
-    paragraphs = "\n\n".join(f"Paragraph {n} of the orphan handbook about zebra migration." * 20 for n in range(30))
+    paragraphs = "\n\n".join(
+        f"Paragraph {n} of the orphan handbook about zebra migration." * 20 for n in range(30)
+    )
     write(tmp_path / "docs" / "orphan.md", paragraphs)
     killed = subprocess.run(
         [sys.executable, "-c", KILLED_INGEST, str(home), str(tmp_path / "docs")],
@@ -77,7 +81,9 @@ def test_repair_command_reports_and_fixes_the_differences(tmp_path: Path) -> Non
     write(tmp_path / "docs" / "b.md", "Cafeteria lunch is served from noon.")
     assert kb_agent("ingest", str(tmp_path / "docs"), home=home).returncode == 0
     kb = KnowledgeBase(home, embedder=HashingEmbedder())
-    kb.index.collection.add(ids=["stray.md#0"], documents=["stray"], embeddings=[kb.embedder.embed_query("stray")])
+    kb.index.collection.add(
+        ids=["stray.md#0"], documents=["stray"], embeddings=[kb.embedder.embed_query("stray")]
+    )
     kb.index.collection.delete(ids=["b.md#0"])
     done = kb_agent("repair", "--json", home=home)
     assert done.returncode == 0, done.stderr
@@ -101,3 +107,46 @@ def test_the_same_relative_path_from_another_root_is_refused_naming_both_roots(t
     kb = KnowledgeBase(home, embedder=HashingEmbedder())
     assert [p["id"] for p in kb.search("annual leave days")] == ["leave.md#0"]
     assert "ten days" in kb.search("annual leave days")[0]["text"]
+
+
+def test_kill_9_at_random_points_of_ingests_leaves_nothing_searchable_and_nothing_orphaned(
+    tmp_path: Path,
+) -> None:
+    """#14: 20 ingests killed at seeded-random moments; after each, search serves only manifest chunks, and
+    the next ingest reconciles, so the three stores end equal to the folder's chunks."""
+    import random
+    import time
+
+    rng = random.Random(1414)
+    home, docs = tmp_path / "home", tmp_path / "docs"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "KB_AGENT_HOME": str(home), "KB_AGENT_EMBEDDER": "hashing"}
+    killed_inside = 0
+    for round_ in range(20):
+        for n in range(12):  # every round rewrites some files, so every ingest has work to do
+            if rng.random() < 0.5:
+                write(
+                    docs / f"f{n}.md",
+                    f"# File {n}\n\n" + f"Round {round_} notes about topic {n} and zebras. " * 60,
+                )
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "cli", "ingest", str(docs)],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        time.sleep(rng.uniform(0.5, 6.0))
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            killed_inside += 1
+        proc.wait(timeout=60)
+        kb = KnowledgeBase(home, embedder=HashingEmbedder())
+        known = kb.index_ids()["manifest"]
+        for mode in ("hybrid", "vector", "bm25"):
+            served = {p["id"] for p in kb.search("notes about topic zebras", top_k=50, mode=mode)}
+            assert served <= known, (round_, mode, served - known)
+    assert killed_inside >= 5, "the kills should land inside ingests"
+    assert kb_agent("ingest", "--prune", str(docs), home=home).returncode == 0
+    ids = KnowledgeBase(home, embedder=HashingEmbedder()).index_ids()
+    assert ids["chroma"] == ids["bm25"] == ids["manifest"]
+    assert {cid.split("#")[0] for cid in ids["manifest"]} == {p.name for p in docs.iterdir()}
