@@ -25,7 +25,7 @@ def test_ainvoke_and_astream_with_the_async_sqlite_checkpointer(tmp_path: Path) 
                 async for mode, chunk in graph.astream(
                     {"messages": [HumanMessage("今天几号")]}, config, stream_mode=["custom", "updates"]
                 )
-                if mode == "custom"
+                if mode == "custom" and chunk.get("type") == "tool_call"  # the trace events are other types
             ]
             state = await graph.aget_state(config)
             return state.values["messages"], events

@@ -90,18 +90,24 @@ def test_offline_model_gives_fresh_ids_every_call() -> None:
 
 
 def test_stream_yields_tool_events_updates_and_tokens() -> None:
-    custom, nodes, tokens = [], [], []
+    custom, nodes, tokens, trace = [], [], [], []
     for mode, chunk in graph.stream(
         {"messages": [HumanMessage("计算 (1+2)*3")]}, stream_mode=["updates", "messages", "custom"]
     ):
-        if mode == "custom":
+        if mode == "custom" and chunk.get("type") == "tool_call":
             custom.append(chunk)
+        elif mode == "custom":
+            trace.append(chunk)
         elif mode == "updates":
             nodes.extend(chunk)
         else:
             tokens.append(chunk[0])
     assert [(e["tool"], e["status"]) for e in custom] == [("calculator", "executing"), ("calculator", "done")]
     assert custom[0]["call_id"] == custom[1]["call_id"] and custom[0]["type"] == "tool_call"
+    assert custom[1]["result"] == "9"  # the done event previews the result (the live trace shows it)
+    rounds = [e for e in trace if e["type"] == "model_round"]
+    assert [r["round"] for r in rounds] == [1, 2] and rounds[0]["tool_calls"][0]["name"] == "calculator"
+    assert "calculator" in rounds[0]["tools_offered"]
     assert nodes == [
         "load_memory",
         "retrieve",
@@ -118,7 +124,7 @@ def test_stream_reports_tool_errors() -> None:
     events = [
         c
         for m, c in graph.stream({"messages": [HumanMessage("计算 1/0")]}, stream_mode=["custom"])
-        if m == "custom"
+        if m == "custom" and c.get("type") == "tool_call"
     ]
     assert events[-1]["status"] == "error" and "division by zero" in events[-1]["error"]
 
