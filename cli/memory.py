@@ -184,6 +184,18 @@ def pending_memories(user: str | None = UserOption, as_json: bool = JsonOption) 
     out.print("[dim]kb-agent memories confirm ID · kb-agent memories drop ID[/dim]")
 
 
+def _resolve_pending(action: str, pending_id: int, user: str | None) -> Any:
+    """Confirm or drop one pending memory of ``user``; an unknown id is one line and exit 2."""
+    from stores.memory import pending
+
+    store, user_id = _open(user)
+    try:
+        return getattr(pending, action)(store, user_id, pending_id)
+    except pending.PendingMemoryError as exc:
+        _fail(str(exc), 2)
+        raise
+
+
 @memories.command("confirm")
 def confirm_memory(
     pending_id: int = typer.Argument(..., help="The pending memory's id (see `memories pending`)."),
@@ -191,15 +203,7 @@ def confirm_memory(
     as_json: bool = JsonOption,
 ) -> None:
     """Keep a pending memory: it is written as your own request (the rules still apply)."""
-    from stores.memory.pending import PendingMemoryError, confirm
-
-    store, user_id = _open(user)
-    try:
-        entry = confirm(store, user_id, pending_id)
-    except PendingMemoryError as exc:
-        _fail(str(exc), 2)
-        raise
-    _report(entry, as_json, "remembered")
+    _report(_resolve_pending("confirm", pending_id, user), as_json, "remembered")
 
 
 @memories.command("drop")
@@ -209,14 +213,7 @@ def drop_memory(
     as_json: bool = JsonOption,
 ) -> None:
     """Forget a pending memory without keeping it."""
-    from stores.memory.pending import PendingMemoryError, drop
-
-    store, user_id = _open(user)
-    try:
-        entry = drop(store, user_id, pending_id)
-    except PendingMemoryError as exc:
-        _fail(str(exc), 2)
-        raise
+    entry = _resolve_pending("drop", pending_id, user)
     if as_json:
         typer.echo(json_text(entry.as_dict()))
     else:
