@@ -42,6 +42,7 @@ from nodes.summarize import make_summarize
 from nodes.tool_choice import add_find_tools
 from nodes.update_memory import make_update_memory
 from stores.base import MemoryStore
+from stores.memory.store import ChromaMemoryStore
 from tools.builtin import builtin_registry
 from tools.knowledge_tools import knowledge_tools
 from tools.memory_tools import memory_tools
@@ -67,23 +68,35 @@ def route_after_tools(state: State) -> Literal["agent", "summarize", "update_mem
     return "summarize" if earlier else "agent"
 
 
-def default_registry() -> ToolRegistry:
-    """The built-in tools plus the knowledge-base tools, bound to the stores of each run's context."""
+def tool_memory(memory: MemoryStore | None) -> ChromaMemoryStore | None:
+    """The store behind a ``memory`` given to the graph, for the memory tools to write where it reads."""
+    inner = getattr(memory, "store", memory)
+    return inner if isinstance(inner, ChromaMemoryStore) else None
+
+
+def default_registry(memory: ChromaMemoryStore | None = None) -> ToolRegistry:
+    """The built-in tools plus the knowledge-base tools, bound to the stores of each run's context.
+
+    ``memory`` fixes the memory tools' store (else each run's settings open theirs).
+    """
     registry = builtin_registry()
     for spec in knowledge_tools(knowledge_services()):
         registry.register(spec)
-    for spec in memory_tools(lambda settings: memory_store(settings or Settings.current())):
+    fixed = memory
+    for spec in memory_tools(lambda settings: fixed if fixed is not None else memory_store(settings or Settings.current())):
         registry.register(spec)
     return registry
 
 
-def app_registry(ctx: Settings | None = None, *, strict: bool = True) -> ToolRegistry:
+def app_registry(
+    ctx: Settings | None = None, *, strict: bool = True, memory: ChromaMemoryStore | None = None
+) -> ToolRegistry:
     """Everything the application offers: the defaults plus the MCP servers of ``ctx.mcp_config``.
 
     ``strict=False`` (the module-level graph a server imports) logs an unusable MCP config instead of
     refusing to start; each server that fails is logged either way and the others still load.
     """
-    registry = default_registry()
+    registry = default_registry(memory)
     ctx = ctx if ctx is not None else Settings.current()
     if ctx.mcp_config:
         from tools.mcp import register_mcp_tools, shared_manager  # MCP machinery only when configured
@@ -114,7 +127,8 @@ def build_builder(
     dir, if anything was ingested), or None for none. ``settings`` is the deployment (None: read from the
     environment); a run's context may only adjust it within its caps (``graph.context``).
     """
-    registry = registry if registry is not None else app_registry(settings, strict=False)
+    if registry is None:
+        registry = app_registry(settings, strict=False, memory=tool_memory(memory))
     add_find_tools(registry)  # a catalog too big to bind whole gets the find_tools meta-tool
     builder = StateGraph(State, input_schema=InputState, context_schema=Context)
     builder.add_node("load_memory", make_load_memory(memory, settings))

@@ -372,3 +372,20 @@ def test_a_high_risk_fact_waits_for_the_user_who_confirms_or_drops_it_by_command
     assert any("降压药" in m["content"] for m in listed)
     again = run(kb_app, ["memories", "drop", str(held[0]["id"]), "--user", "dora"])
     assert again.exit_code == 2 and "no pending memory" in again.stderr
+
+
+@pytest.mark.parametrize("background", [False, True], ids=["store", "background"])
+def test_the_memory_tools_use_the_store_given_to_build_graph(
+    store: ChromaMemoryStore, background: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``build_graph(memory=...)`` fixes where memories live: the model's remember tool writes there too,
+    not into the data dir's default store (which would then recall what the given store never saw)."""
+    monkeypatch.setenv("KB_AGENT_HOME", str(tmp_path / "home"))
+    memory: Any = BackgroundMemoryUpdater(store) if background else store
+    remember = AIMessage("", tool_calls=[tool_call("remember", {"content": "用户喜欢喝茶"})])
+    g = build_graph(InMemorySaver(), model=ScriptedChatModel([remember, "记下了。"]), memory=memory, knowledge=None)
+    ask(g, "请记住我喜欢喝茶", "t1", "alice")
+    if background:
+        assert memory.drain(10)
+    assert [m["content"] for m in store.list("alice")] == ["用户喜欢喝茶"]
+    assert open_memory(Settings.current()).store.list("alice") == []
