@@ -138,7 +138,6 @@ def call_tool(
         _fail(f"--args is not valid JSON (column {exc.colno}): {exc.msg}", 2)
     if not isinstance(parsed, dict):
         _fail('--args must be a JSON object, e.g. \'{"query": "RAG"}\'', 2)
-    logging.getLogger("kb_agent").setLevel(logging.ERROR)  # the outcome below says it once
     ctx = _context(user, roles)
     registry = _registry(ctx)
     if name not in registry:
@@ -150,7 +149,13 @@ def call_tool(
         user_id=ctx.user_id, timezone=ctx.timezone, settings=ctx, run_id=call.id, grant=grant
     )
     events: list[dict[str, Any]] = []
-    [outcome] = executor.run([call], tool_ctx, emit=events.append, approver=prompt_approver(err))
+    quiet = logging.getLogger("kb_agent")
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)  # the outcome below says it once; restored for whoever runs us in-process
+    try:
+        [outcome] = executor.run([call], tool_ctx, emit=events.append, approver=prompt_approver(err))
+    finally:
+        quiet.setLevel(level)
     statuses = {e.get("status") for e in events}
     if as_json:
         typer.echo(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 from typer.testing import CliRunner
 
@@ -24,3 +26,12 @@ def test_a_tool_that_fails_on_valid_arguments_exits_1(as_json: bool) -> None:
     extra = ["--json"] if as_json else []
     result = runner.invoke(app, ["tools", "call", "calculator", "--args", '{"expression": "1/0"}', *extra])
     assert result.exit_code == 1, result.output
+
+
+def test_a_call_leaves_the_logging_level_as_it_found_it() -> None:
+    """The CLI quiets the kb_agent logger during the call only: an in-process caller keeps its warnings."""
+    logger = logging.getLogger("kb_agent")
+    before = logger.level
+    result = runner.invoke(app, ["tools", "call", "calculator", "--args", '{"expression": "1+1"}'])
+    assert result.exit_code == 0, result.output
+    assert logger.level == before and logger.level != logging.ERROR
