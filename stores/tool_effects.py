@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,8 @@ from stores.checkpoint import sqlite_path
 from stores.sql import is_postgres, open_database
 
 RUNNING = "running"
+# A tools step is re-run only while its run is being resumed; a record this old guards nothing any more.
+RETENTION = timedelta(days=30)
 SCHEMA = """CREATE TABLE IF NOT EXISTS kb_tool_effects (
     scope TEXT NOT NULL,
     call_id TEXT NOT NULL,
@@ -44,11 +46,17 @@ class RecordedCall:
 class ToolEffectLog:
     """The record of side-effecting calls; ``url`` = postgresql://… or sqlite:///path, else under data_dir."""
 
-    def __init__(self, data_dir: str | Path, url: str = "") -> None:
+    def __init__(self, data_dir: str | Path, url: str = "", *, retention: timedelta = RETENTION) -> None:
         self._lock = threading.Lock()
         db = open_database(Path() if is_postgres(url) else sqlite_path(data_dir, url), url)
         self._conn, self._mark = db.conn, db.mark
         self._conn.execute(SCHEMA)
+        self.prune(retention)  # once per open: the table stays the size of recent activity
+
+    def prune(self, older_than: timedelta) -> int:
+        """Drop records older than ``older_than``; returns how many went."""
+        cutoff = (datetime.now(UTC) - older_than).isoformat()
+        return int(self._run("DELETE FROM kb_tool_effects WHERE recorded_at < ?", (cutoff,)).rowcount or 0)
 
     def _run(self, sql: str, params: tuple[Any, ...]) -> Any:
         with self._lock:

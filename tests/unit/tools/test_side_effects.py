@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -50,3 +51,17 @@ def test_read_only_tools_are_not_recorded(tmp_path: Path) -> None:
     executor.run([ToolCallRequest("call_1", "remember", {})], step)
     executor.run([ToolCallRequest("call_1", "remember", {})], step)
     assert ran == ["x", "x"] and log.claim("t1|tools:a", "call_1", "remember") is None
+
+
+def test_records_past_the_retention_are_pruned_when_the_log_opens(tmp_path: Path) -> None:
+    log = ToolEffectLog(tmp_path)
+    assert log.claim("t1|tools", "call_old", "remember") is None
+    assert log.claim("t1|tools", "call_new", "remember") is None
+    old = (datetime.now(UTC) - timedelta(days=31)).isoformat()
+    log._run("UPDATE kb_tool_effects SET recorded_at = ? WHERE call_id = ?", (old, "call_old"))
+    log.close()
+
+    reopened = ToolEffectLog(tmp_path)
+    assert reopened.claim("t1|tools", "call_old", "remember") is None  # gone: claimable again
+    assert reopened.claim("t1|tools", "call_new", "remember") is not None  # recent: still guards its call
+    assert reopened.prune(timedelta(0)) == 2
