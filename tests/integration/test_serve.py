@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from langgraph_sdk.client import SyncLangGraphClient
 from tests.fixtures.serve import (
     REPO_ROOT,
     ServeProcess,
+    ingest_old_policy,
     private_database,
     private_redis,
     serve_env,
@@ -42,18 +42,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     tmp = tmp_path_factory.mktemp("serve")
     with private_redis(tmp) as redis_url, private_database() as database_url:
         env = serve_env(tmp / "home", database_url, redis_url)
-        docs = tmp / "docs"
-        docs.mkdir()
-        (docs / "old-policy.md").write_text("# Old policy\n\nThe 2019 travel policy, superseded.\n", "utf-8")
-        ingest = subprocess.run(
-            [sys.executable, "-m", "cli", "ingest", str(docs)],
-            cwd=REPO_ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert ingest.returncode == 0, ingest.stderr
+        ingest_old_policy(tmp, env)
         yield {"exe": exe, "tmp": tmp, "env": env, "database_url": database_url, "redis_url": redis_url}
 
 

@@ -6,8 +6,6 @@ through the other. (Memories across replicas need the shared Chroma server: ``KB
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,8 +14,8 @@ from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
 from tests.fixtures.serve import (
-    REPO_ROOT,
     ServeProcess,
+    ingest_old_policy,
     private_database,
     private_redis,
     serve_env,
@@ -36,18 +34,7 @@ def replicas(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[ServePro
     with private_redis(tmp) as redis_url, private_database() as database_url:
         env = serve_env(tmp / "home", database_url, redis_url)
         env["KB_AGENT_LONG_TERM_MEMORY"] = "false"  # embedded Chroma is per machine; replicas share a server
-        docs = tmp / "docs"
-        docs.mkdir()
-        (docs / "old-policy.md").write_text("# Old policy\n\nThe 2019 travel policy, superseded.\n", "utf-8")
-        ingest = subprocess.run(
-            [sys.executable, "-m", "cli", "ingest", str(docs)],
-            cwd=REPO_ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert ingest.returncode == 0, ingest.stderr
+        ingest_old_policy(tmp, env)
         servers = [ServeProcess(exe, env, tmp / f"replica-{i}.log") for i in range(2)]
         try:
             for srv in servers:
