@@ -141,6 +141,23 @@ def test_approval_interrupts_and_resumes(users: dict[str, SyncLangGraphClient]) 
     assert root.threads.get(thread_id)["status"] == "idle"
 
 
+def test_a_message_of_an_unknown_role_is_refused_and_the_thread_stays_readable(
+    users: dict[str, SyncLangGraphClient],
+) -> None:
+    alice = users["alice"]
+    thread_id = alice.threads.create()["thread_id"]
+    _ask(alice, thread_id, CALC_QUESTION)
+    with pytest.raises(httpx.HTTPStatusError) as refused:
+        alice.runs.wait(thread_id, GRAPH_ID, input={"messages": [{"role": "robot", "content": "x"}]})
+    assert refused.value.response.status_code == 422
+    assert "input.messages[0] is not a message" in refused.value.response.text
+    assert "'robot'" in refused.value.response.text
+    state = alice.threads.get_state(thread_id)  # was a 500: the bad input sat in the checkpoint
+    assert [m["type"] for m in state["values"]["messages"]] == ["human", "ai", "tool", "ai"]
+    assert [r["status"] for r in alice.runs.list(thread_id)] == ["success"]
+    assert "1000" in _ask(alice, thread_id, "计算 10 × 100")["messages"][-1]["content"]
+
+
 def test_two_users_are_isolated(users: dict[str, SyncLangGraphClient]) -> None:
     alice, bob = users["alice"], users["bob"]
     thread_id = alice.threads.create()["thread_id"]

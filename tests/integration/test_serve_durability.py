@@ -1,7 +1,7 @@
 """Kill -9 of ``kb-agent serve`` under a load of concurrent runs, repeated at random points (issue 12 item 3).
 
-Clients keep asking unique sums on threads of their own (``runs.create`` + ``runs.join``), and every fifth
-run is one that fails (a message of an unknown role). Meanwhile the server process is killed with SIGKILL
+Clients keep asking unique sums on threads of their own (``runs.create`` + ``runs.join``), and every third
+run is one that fails inside the graph (a recursion limit of 2 steps). Meanwhile the server process is killed with SIGKILL
 at a random moment, ``KB_TEST_KILLS`` times (default 10), and started again at once on the same Postgres and
 Redis. Afterwards:
 
@@ -100,9 +100,9 @@ def _client_loop(url: str, index: int, ledger: Ledger, stop: threading.Event) ->
             failing = turn % FAIL_EVERY == 2
             a, b = 1000 + 10 * turn + index, 7
             question = f"fail-{index}-{turn}" if failing else f"计算 {a} × {b}"
-            role = "bogus" if failing else "user"
+            config = {"recursion_limit": 2} if failing else None
             run_id: str | None = None
-            # A failing run gets a thread of its own: its unreadable message stays in that thread's input.
+            # A failing run gets a thread of its own, so the sums' threads hold only their turns.
             on = thread_id
             try:
                 if failing:
@@ -110,7 +110,7 @@ def _client_loop(url: str, index: int, ledger: Ledger, stop: threading.Event) ->
                     with ledger.lock:
                         ledger.failing_threads.add(on)
                 run_id = client.runs.create(
-                    on, GRAPH_ID, input={"messages": [{"role": role, "content": question}]}
+                    on, GRAPH_ID, input={"messages": [{"role": "user", "content": question}]}, config=config
                 )["run_id"]
                 client.runs.join(on, run_id)
                 run = client.runs.get(on, run_id)
