@@ -1,7 +1,8 @@
-"""Two ``kb-agent serve`` replicas on one Postgres and one Redis (issue 12 item 4).
+"""Two ``kb-agent serve`` replicas on one Postgres, one Redis and one Chroma server (issue 12 item 4).
 
 A thread started through one continues through the other; an approval raised through one is resumed
-through the other. (Memories across replicas need the shared Chroma server: ``KB_AGENT_CHROMA_URL``.)
+through the other; a memory written through one is recalled through the other (long-term memory and the
+knowledge base live on the Chroma server, ``KB_AGENT_CHROMA_URL``, as every replica of a deployment must).
 """
 
 from __future__ import annotations
@@ -28,12 +29,12 @@ GRAPH_ID = "kb_agent"
 
 
 @pytest.fixture(scope="module")
-def replicas(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[ServeProcess]]:
+def replicas(tmp_path_factory: pytest.TempPathFactory, chroma_server: str) -> Iterator[list[ServeProcess]]:
     exe = server_kb_agent()
     tmp = tmp_path_factory.mktemp("serve-replicas")
     with private_redis(tmp) as redis_url, private_database() as database_url:
         env = serve_env(tmp / "home", database_url, redis_url)
-        env["KB_AGENT_LONG_TERM_MEMORY"] = "false"  # embedded Chroma is per machine; replicas share a server
+        env["KB_AGENT_CHROMA_URL"] = chroma_server  # embedded Chroma is per machine; replicas share a server
         ingest_old_policy(tmp, env)
         servers = [ServeProcess(exe, env, tmp / f"replica-{i}.log") for i in range(2)]
         try:
@@ -95,3 +96,16 @@ def test_an_approval_raised_on_one_is_resumed_on_the_other(replicas: list[ServeP
     tool = next(m for m in messages if m["type"] == "tool" and m["name"] == "delete_document")
     assert '"deleted": "old-policy.md"' in tool["content"], tool
     assert one.threads.get(thread_id)["status"] == "idle"
+
+
+def test_a_memory_written_through_one_replica_is_recalled_through_the_other(
+    replicas: list[ServeProcess],
+) -> None:
+    one, two = _clients(replicas, "tok-alice")
+    said = _ask(one, one.threads.create()["thread_id"], "记住我喜欢喝乌龙茶")["messages"][-1]["content"]
+    assert "记住" in said and "乌龙茶" in said, said
+    asked = _ask(two, two.threads.create()["thread_id"], "我喜欢喝什么？")["messages"][-1]["content"]
+    assert "乌龙茶" in asked, asked
+    bob = _clients(replicas, "tok-bob")[0]
+    other = _ask(bob, bob.threads.create()["thread_id"], "我喜欢喝什么？")["messages"][-1]["content"]
+    assert "乌龙茶" not in other, other
