@@ -7,6 +7,7 @@ knowledge base live on the Chroma server, ``KB_AGENT_CHROMA_URL``, as every repl
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,6 +16,7 @@ from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
 from tests.fixtures.serve import (
+    REPO_ROOT,
     ServeProcess,
     ingest_old_policy,
     private_database,
@@ -109,3 +111,21 @@ def test_a_memory_written_through_one_replica_is_recalled_through_the_other(
     bob = _clients(replicas, "tok-bob")[0]
     other = _ask(bob, bob.threads.create()["thread_id"], "我喜欢喝什么？")["messages"][-1]["content"]
     assert "乌龙茶" not in other, other
+
+
+def test_a_replica_with_other_settings_refuses_to_start_naming_them(replicas: list[ServeProcess]) -> None:
+    peer = replicas[0]
+    env = dict(peer.env, KB_AGENT_MAX_ROUNDS="3", KB_AGENT_TOP_K="2")
+    done = subprocess.run(
+        [str(peer.exe), "serve", "--port", str(peer.port + 1)],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 1 and len(lines) == 1, done.stderr
+    assert "settings KB_AGENT_MAX_ROUNDS, KB_AGENT_TOP_K" in lines[0], lines[0]
+    assert "differs" in lines[0] and "graph version" not in lines[0]
+    assert any(f":{srv.port} " in lines[0] for srv in replicas), lines[0]
