@@ -116,6 +116,8 @@ class SelfCheckedApp:
             if message.get("type") == "lifespan.startup.complete":
                 problem = await self._check()
                 if problem:
+                    if self.heartbeat is not None:
+                        self.heartbeat.stop()  # a replica that never served leaves no row behind
                     await send({"type": "lifespan.startup.failed", "message": problem})
                     return
                 if self.heartbeat is not None:
