@@ -29,9 +29,7 @@ import argparse
 import contextlib
 import json
 import os
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -54,8 +52,9 @@ from tests.fixtures.serve import (  # noqa: E402
     FINAL,
     LEASE,
     TOKENS,
+    DevServer,
     ServeProcess,
-    _free_port,
+    dev_env,
     missing_turns,
     private_database,
     private_redis,
@@ -131,67 +130,6 @@ def model_env(endpoint: OpenAIServer | None) -> dict[str, str]:
 
 
 # -- the servers ------------------------------------------------------------------------------------------
-
-
-@dataclass
-class DevServer:
-    """``langgraph dev`` on a free port (in-memory runtime, its own pickles under the working dir)."""
-
-    env: dict[str, str]
-    log: Path
-    port: int = field(default_factory=_free_port)
-    proc: subprocess.Popen[bytes] | None = None
-    startup_seconds: float = 0.0
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self) -> DevServer:
-        exe = Path(sys.executable).parent / "langgraph"
-        if not exe.exists():
-            raise SystemExit(f"langgraph CLI not found at {exe}: pip install 'langgraph-cli[inmem]'")
-        started = time.monotonic()
-        cmd = [str(exe), "dev", "--config", "langgraph.json", "--host", "127.0.0.1", "--port", str(self.port)]
-        with self.log.open("ab") as log:
-            self.proc = subprocess.Popen(
-                [*cmd, "--no-browser", "--no-reload"],
-                cwd=ROOT,
-                env=self.env,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        while time.monotonic() < started + 120:
-            if self.proc.poll() is not None:
-                raise SystemExit(f"langgraph dev exited with {self.proc.returncode}: see {self.log}")
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{self.url}/ok", timeout=2.0).status_code == 200:
-                    self.startup_seconds = time.monotonic() - started
-                    return self
-            time.sleep(0.2)
-        raise SystemExit(f"langgraph dev did not answer /ok within 120 s: see {self.log}")
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=10)
-
-
-def dev_env(home: Path) -> dict[str, str]:
-    """The developer's environment of ``langgraph dev``: no tokens (our auth's development mode)."""
-    env = serve_env(home, "", "", tokens=False)
-    for key in ("KB_AGENT_DATABASE_URL", "KB_AGENT_REDIS_URL", *LEASE):
-        env.pop(key, None)
-    env.update(LANGGRAPH_CLI_NO_ANALYTICS="1", LANGGRAPH_NO_VERSION_CHECK="1", PYTHONUNBUFFERED="1")
-    return env
 
 
 @contextlib.contextmanager
