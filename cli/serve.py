@@ -2,7 +2,8 @@
 
 ``langgraph dev`` stays the Studio workflow; it keeps threads in its working directory and loses them on a
 kill -9. This command checks what an operator gets wrong before anything listens — no tokens, an unreachable
-Postgres or Redis, a runtime missing from this interpreter — each as one line naming the setting and exit 1,
+Postgres or Redis, a runtime missing from this interpreter, a live replica on the same Postgres running
+another graph version or other settings — each as one line naming the setting and exit 1,
 then replaces itself with uvicorn running ``cli.server_app`` (Aegra behind an auth self-check). Replacing,
 not spawning: the process the operator (or a supervisor) signals is the server, so a kill leaves no orphan.
 
@@ -17,7 +18,9 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import socket
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -26,9 +29,12 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from cli.server_app import SELF_CHECK_ENV
+from cli.server_app import REPLICA_ENV, SELF_CHECK_ENV
 from graph.auth import TOKENS_ENV, _tokens
+from graph.fingerprint import differences, graph_version, settings_digest
 from graph.settings import ConfigError, Settings
+from stores.replicas import GONE_AFTER, Replica, ReplicaRegistry
+from stores.sql import StoreUnavailableError
 
 REDIS_ENV = "KB_AGENT_REDIS_URL"
 DATABASE_ENV = "KB_AGENT_DATABASE_URL"
@@ -128,6 +134,32 @@ def check_redis(workers: int) -> str:
     return url
 
 
+def check_peers(database_url: str, address: str) -> str:
+    """Join the replicas of this Postgres unless a live one runs another graph or settings; our row's id."""
+    replica_id = f"{address}/{uuid.uuid4().hex[:8]}"
+    mine, settings = graph_version(), settings_digest(Settings.current())
+
+    def compare(peers: list[Replica]) -> None:
+        for peer in peers:
+            found = differences(mine, settings, peer.graph_version, peer.settings)
+            if found:
+                raise ServeError(
+                    f"replica {peer.address} (seen {peer.seen_ago:.0f} s ago) on this {DATABASE_ENV} differs: "
+                    f"{'; '.join(found)}. Every replica needs the same code and KB_AGENT_* settings: fix this "
+                    f"one, or stop the others first (a replica not seen for {GONE_AFTER:.0f} s counts as gone)"
+                )
+
+    try:
+        registry = ReplicaRegistry(database_url)
+    except StoreUnavailableError as exc:
+        raise ServeError(str(exc)) from None
+    try:
+        registry.join(replica_id, address, mine, settings, compare)
+    finally:
+        registry.close()
+    return replica_id
+
+
 def check_config(config: Path, authenticated: bool) -> Path:
     try:
         spec: dict[str, Any] = json.loads(config.read_text(encoding="utf-8"))
@@ -140,13 +172,14 @@ def check_config(config: Path, authenticated: bool) -> Path:
 
 
 def runtime_environment(
-    *, database_url: str, redis_url: str, config: Path, authenticated: bool
+    *, database_url: str, redis_url: str, config: Path, authenticated: bool, replica_id: str = ""
 ) -> dict[str, str]:
     """The environment Aegra reads, derived from ours (the operator's own AEGRA-style variables win)."""
     env = dict(os.environ)
     env["DATABASE_URL"] = database_url
     env["AEGRA_CONFIG"] = str(config)
     env[SELF_CHECK_ENV] = "401" if authenticated else "off"
+    env[REPLICA_ENV] = replica_id
     env["REDIS_BROKER_ENABLED"] = "true" if redis_url else "false"
     if redis_url:
         env["REDIS_URL"] = redis_url
@@ -178,13 +211,18 @@ def serve(
         database_url = check_database()
         redis_url = check_redis(workers)
         config = check_config(config, authenticated)
+        replica_id = check_peers(database_url, f"{socket.gethostname()}:{port}")
     except ServeError as exc:
         err.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
         raise typer.Exit(1) from None
     if not authenticated and host not in LOOPBACK:
         err.print(f"[yellow]warning:[/yellow] --insecure-dev on {host}: anyone who reaches it is let in")
     env = runtime_environment(
-        database_url=database_url, redis_url=redis_url, config=config, authenticated=authenticated
+        database_url=database_url,
+        redis_url=redis_url,
+        config=config,
+        authenticated=authenticated,
+        replica_id=replica_id,
     )
     argv = [sys.executable, "-m", "uvicorn", APP_FACTORY, "--factory", "--host", host, "--port", str(port)]
     if workers > 1:

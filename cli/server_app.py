@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -27,6 +28,7 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 SELF_CHECK_ENV = (
     "KB_AGENT_SERVE_SELF_CHECK"  # set by `kb-agent serve`: "401" (tokens) or "off" (--insecure-dev)
 )
+REPLICA_ENV = "KB_AGENT_SERVE_REPLICA_ID"  # set by `kb-agent serve`: this replica's row in the replicas table
 PROBE_PATH = "/threads/search"  # authenticated, read-only: a fail-open server answers it with 200 and no harm
 BAD_TOKEN = "kb-agent-self-check-not-a-token"
 
@@ -57,12 +59,53 @@ async def probe_auth(app: ASGIApp) -> str | None:
     return None
 
 
+class ReplicaHeartbeat:
+    """Keep this replica's row fresh while it serves, and remove it on a clean shutdown (``stores.replicas``)."""
+
+    def __init__(self, replica_id: str, database_url: str) -> None:
+        self.replica_id = replica_id
+        self.database_url = database_url
+        self.stopped = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self.thread = threading.Thread(target=self._beat, name="kb-agent-replica-heartbeat", daemon=True)
+        self.thread.start()
+
+    def _beat(self) -> None:
+        from stores.replicas import HEARTBEAT, ReplicaRegistry
+
+        while not self.stopped.wait(HEARTBEAT):
+            try:
+                registry = ReplicaRegistry(self.database_url)
+                try:
+                    registry.heartbeat(self.replica_id)
+                finally:
+                    registry.close()
+            except Exception:  # Postgres away for a while: the next beat tries again
+                log.warning("replica heartbeat failed", exc_info=True)
+
+    def stop(self) -> None:
+        from stores.replicas import ReplicaRegistry
+
+        self.stopped.set()
+        try:
+            registry = ReplicaRegistry(self.database_url)
+            try:
+                registry.leave(self.replica_id)
+            finally:
+                registry.close()
+        except Exception:  # its row expires on its own
+            log.warning("could not remove this replica's row", exc_info=True)
+
+
 class SelfCheckedApp:
     """Pass everything through, but fail the lifespan startup when the auth probe does not get its 401s."""
 
-    def __init__(self, inner: ASGIApp, *, require_auth: bool) -> None:
+    def __init__(self, inner: ASGIApp, *, require_auth: bool, heartbeat: ReplicaHeartbeat | None = None) -> None:
         self.inner = inner
         self.require_auth = require_auth
+        self.heartbeat = heartbeat
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "lifespan":
@@ -73,8 +116,14 @@ class SelfCheckedApp:
             if message.get("type") == "lifespan.startup.complete":
                 problem = await self._check()
                 if problem:
+                    if self.heartbeat is not None:
+                        self.heartbeat.stop()  # a replica that never served leaves no row behind
                     await send({"type": "lifespan.startup.failed", "message": problem})
                     return
+                if self.heartbeat is not None:
+                    self.heartbeat.start()
+            elif message.get("type") == "lifespan.shutdown.complete" and self.heartbeat is not None:
+                self.heartbeat.stop()
             await send(message)
 
         await self.inner(scope, receive, checked_send)
@@ -98,4 +147,8 @@ def create_app() -> SelfCheckedApp:
     """uvicorn's factory (``cli.server_app:create_app``): Aegra's app behind the auth self-check."""
     from aegra_api.main import app as aegra_app
 
-    return SelfCheckedApp(aegra_app, require_auth=os.environ.get(SELF_CHECK_ENV, "401") != "off")
+    replica_id, database_url = os.environ.get(REPLICA_ENV, ""), os.environ.get("DATABASE_URL", "")
+    heartbeat = ReplicaHeartbeat(replica_id, database_url) if replica_id and database_url else None
+    return SelfCheckedApp(
+        aegra_app, require_auth=os.environ.get(SELF_CHECK_ENV, "401") != "off", heartbeat=heartbeat
+    )

@@ -11,6 +11,8 @@ is authenticated.
 - A run's ``context`` (and ``config.configurable``, which the server turns into the context) may set only
   the knobs of ``graph.context.Context``, within the deployment's caps: anything else is a 403/422 that
   names the key, before the run is queued.
+- A run's input messages must each coerce to a message (role user/assistant/system/tool, ...): anything
+  else is a 422 before the run is queued, so nothing of it reaches the thread's checkpoint.
 - Store items live under their owner's namespace (``(user_id, ...)``); assistants (whose config and
   context would apply to every run) are created, changed and deleted by admins only.
 """
@@ -37,6 +39,7 @@ from graph.context import (
     check_run_values,
 )
 from graph.settings import Settings
+from graph.state import InvalidInputError, check_input
 from tools.permissions import resolve_grant
 
 TOKENS_ENV = "KB_AGENT_API_TOKENS"
@@ -161,6 +164,16 @@ def _check_run_payload(ctx: Auth.types.AuthContext, context: Any, configurable: 
             )
 
 
+def _check_run_input(value: Any) -> None:
+    """422 for input messages that would not coerce: refused before the run is queued, so nothing of it
+    reaches the thread's checkpoint (LangGraph saves input before coercing it; the thread would stay
+    unreadable)."""
+    try:
+        check_input(value)
+    except InvalidInputError as exc:
+        raise Auth.exceptions.HTTPException(status_code=422, detail=str(exc)) from None
+
+
 # Keys the server itself puts in a run's configurable before the handlers see it.
 _SERVER_KEYS = (
     "langgraph_",
@@ -195,6 +208,7 @@ async def runs_with_checked_context(ctx: Auth.types.AuthContext, value: Any) -> 
     # langgraph-api nests the run's payload under "kwargs"; Aegra (kb-agent serve) passes it flat.
     kwargs = value.get("kwargs") if isinstance(value.get("kwargs"), dict) else value
     _check_run_payload(ctx, kwargs.get("context"), _caller_configurable(kwargs))
+    _check_run_input(kwargs.get("input"))
     return _stamp_and_filter(ctx, value)
 
 
@@ -205,6 +219,7 @@ async def crons_of_their_owner(ctx: Auth.types.AuthContext, value: Any) -> dict[
         payload = value  # Aegra passes a cron's run fields flat, langgraph-api under "payload"
     if isinstance(payload, dict):
         _check_run_payload(ctx, payload.get("context"), _caller_configurable(payload))
+        _check_run_input(payload.get("input"))
     return _stamp_and_filter(ctx, value)
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from langgraph_sdk.client import SyncLangGraphClient
 from tests.fixtures.serve import (
     REPO_ROOT,
     ServeProcess,
+    ingest_old_policy,
     private_database,
     private_redis,
     serve_env,
@@ -42,18 +42,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     tmp = tmp_path_factory.mktemp("serve")
     with private_redis(tmp) as redis_url, private_database() as database_url:
         env = serve_env(tmp / "home", database_url, redis_url)
-        docs = tmp / "docs"
-        docs.mkdir()
-        (docs / "old-policy.md").write_text("# Old policy\n\nThe 2019 travel policy, superseded.\n", "utf-8")
-        ingest = subprocess.run(
-            [sys.executable, "-m", "cli", "ingest", str(docs)],
-            cwd=REPO_ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert ingest.returncode == 0, ingest.stderr
+        ingest_old_policy(tmp, env)
         yield {"exe": exe, "tmp": tmp, "env": env, "database_url": database_url, "redis_url": redis_url}
 
 
@@ -150,6 +139,23 @@ def test_approval_interrupts_and_resumes(users: dict[str, SyncLangGraphClient]) 
     tool = next(m for m in messages if m["type"] == "tool" and m["name"] == "delete_document")
     assert '"deleted": "old-policy.md"' in tool["content"], tool
     assert root.threads.get(thread_id)["status"] == "idle"
+
+
+def test_a_message_of_an_unknown_role_is_refused_and_the_thread_stays_readable(
+    users: dict[str, SyncLangGraphClient],
+) -> None:
+    alice = users["alice"]
+    thread_id = alice.threads.create()["thread_id"]
+    _ask(alice, thread_id, CALC_QUESTION)
+    with pytest.raises(httpx.HTTPStatusError) as refused:
+        alice.runs.wait(thread_id, GRAPH_ID, input={"messages": [{"role": "robot", "content": "x"}]})
+    assert refused.value.response.status_code == 422
+    assert "input.messages[0] is not a message" in refused.value.response.text
+    assert "'robot'" in refused.value.response.text
+    state = alice.threads.get_state(thread_id)  # was a 500: the bad input sat in the checkpoint
+    assert [m["type"] for m in state["values"]["messages"]] == ["human", "ai", "tool", "ai"]
+    assert [r["status"] for r in alice.runs.list(thread_id)] == ["success"]
+    assert "1000" in _ask(alice, thread_id, "计算 10 × 100")["messages"][-1]["content"]
 
 
 def test_two_users_are_isolated(users: dict[str, SyncLangGraphClient]) -> None:

@@ -1,7 +1,7 @@
 """Kill -9 of ``kb-agent serve`` under a load of concurrent runs, repeated at random points (issue 12 item 3).
 
-Clients keep asking unique sums on threads of their own (``runs.create`` + ``runs.join``), and every fifth
-run is one that fails (a message of an unknown role). Meanwhile the server process is killed with SIGKILL
+Clients keep asking unique sums on threads of their own (``runs.create`` + ``runs.join``), and every third
+run is one that fails inside the graph (a recursion limit of 2 steps). Meanwhile the server process is killed with SIGKILL
 at a random moment, ``KB_TEST_KILLS`` times (default 10), and started again at once on the same Postgres and
 Redis. Afterwards:
 
@@ -21,7 +21,6 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 import httpx
@@ -29,13 +28,17 @@ import pytest
 from langgraph_sdk import get_sync_client
 
 from tests.fixtures.serve import (
+    FINAL,
     LEASE,
     STUCK_PENDING_SECONDS,
     ServeProcess,
+    missing_turns,
     private_database,
     private_redis,
+    recovery_seconds,
     serve_env,
     server_kb_agent,
+    until_final,
 )
 
 pytestmark = pytest.mark.server
@@ -49,7 +52,6 @@ FAIL_EVERY = 3
 RECOVERY_BOUND = (
     60.0 + LEASE["LEASE_DURATION_SECONDS"] + LEASE["REAPER_INTERVAL_SECONDS"] + STUCK_PENDING_SECONDS
 )
-FINAL = ("success", "error", "interrupted", "timeout")
 
 
 @dataclass
@@ -73,18 +75,6 @@ class Ledger:
             return self.kills[-1] if self.kills else time.time()
 
 
-def _until_final(client: Any, thread_id: str, run_id: str, deadline: float) -> dict[str, Any] | None:
-    while time.monotonic() < deadline:
-        try:
-            run = client.runs.get(thread_id, run_id)
-            if run["status"] in FINAL:
-                return run
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.3)
-    return None
-
-
 def _client_loop(url: str, index: int, ledger: Ledger, stop: threading.Event) -> None:
     client = get_sync_client(url=url, timeout=30.0, headers={"Authorization": "Bearer tok-alice"})
     thread_id: str | None = None
@@ -100,9 +90,9 @@ def _client_loop(url: str, index: int, ledger: Ledger, stop: threading.Event) ->
             failing = turn % FAIL_EVERY == 2
             a, b = 1000 + 10 * turn + index, 7
             question = f"fail-{index}-{turn}" if failing else f"计算 {a} × {b}"
-            role = "bogus" if failing else "user"
+            config = {"recursion_limit": 2} if failing else None
             run_id: str | None = None
-            # A failing run gets a thread of its own: its unreadable message stays in that thread's input.
+            # A failing run gets a thread of its own, so the sums' threads hold only their turns.
             on = thread_id
             try:
                 if failing:
@@ -110,7 +100,7 @@ def _client_loop(url: str, index: int, ledger: Ledger, stop: threading.Event) ->
                     with ledger.lock:
                         ledger.failing_threads.add(on)
                 run_id = client.runs.create(
-                    on, GRAPH_ID, input={"messages": [{"role": role, "content": question}]}
+                    on, GRAPH_ID, input={"messages": [{"role": "user", "content": question}]}, config=config
                 )["run_id"]
                 client.runs.join(on, run_id)
                 run = client.runs.get(on, run_id)
@@ -131,7 +121,7 @@ def _client_loop(url: str, index: int, ledger: Ledger, stop: threading.Event) ->
             killed_at = ledger.last_kill()
             with ledger.lock:
                 ledger.unknown.append((on, run_id, question, killed_at))
-            final = _until_final(client, on, run_id, time.monotonic() + RECOVERY_BOUND * 3)
+            final = until_final(client, on, run_id, time.monotonic() + RECOVERY_BOUND * 3)
             with ledger.lock:
                 if final is None:
                     ledger.stuck.append(run_id)
@@ -189,14 +179,7 @@ def test_kill_9_under_load_loses_no_confirmed_turn(server: ServeProcess) -> None
                 states[thread_id] = alice.threads.get_state(thread_id)["values"].get("messages", [])
             left = [r["run_id"] for r in alice.runs.list(thread_id, limit=1000) if r["status"] not in FINAL]
             ledger.stuck.extend(left)
-        lost = []
-        for thread_id, question, answer in ledger.confirmed:
-            messages = states[thread_id]
-            at = [i for i, m in enumerate(messages) if m["type"] == "human" and m["content"] == question]
-            if len(at) != 1 or not any(
-                m["type"] == "ai" and answer in str(m["content"]) for m in messages[at[0] + 1 :]
-            ):
-                lost.append((thread_id, question, len(at)))
+        lost = missing_turns(states, ledger.confirmed)
         re_executed = [
             run_id
             for thread_id, run_id, updated_at in ledger.failed
@@ -213,11 +196,7 @@ def test_kill_9_under_load_loses_no_confirmed_turn(server: ServeProcess) -> None
         alice.close()
 
     # Each interrupted run's recovery: from the last kill before its final status to that status.
-    # A run the server finished before any kill reached it (the client only lost the connection) took 0 s.
-    after = [
-        finished - max((k for k in ledger.kills if k <= finished), default=finished)
-        for finished in (datetime.fromisoformat(at).timestamp() for _, at in ledger.recovered)
-    ]
+    after = recovery_seconds(ledger.kills, [at for _, at in ledger.recovered])
     worst = max(after, default=0.0)
     resumed = ledger.outcomes.count("success")
     print(

@@ -1,13 +1,13 @@
-"""Two ``kb-agent serve`` replicas on one Postgres and one Redis (issue 12 item 4).
+"""Two ``kb-agent serve`` replicas on one Postgres, one Redis and one Chroma server (issue 12 item 4).
 
 A thread started through one continues through the other; an approval raised through one is resumed
-through the other. (Memories across replicas need the shared Chroma server: ``KB_AGENT_CHROMA_URL``.)
+through the other; a memory written through one is recalled through the other (long-term memory and the
+knowledge base live on the Chroma server, ``KB_AGENT_CHROMA_URL``, as every replica of a deployment must).
 """
 
 from __future__ import annotations
 
 import subprocess
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,6 +18,7 @@ from langgraph_sdk.client import SyncLangGraphClient
 from tests.fixtures.serve import (
     REPO_ROOT,
     ServeProcess,
+    ingest_old_policy,
     private_database,
     private_redis,
     serve_env,
@@ -30,24 +31,13 @@ GRAPH_ID = "kb_agent"
 
 
 @pytest.fixture(scope="module")
-def replicas(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[ServeProcess]]:
+def replicas(tmp_path_factory: pytest.TempPathFactory, chroma_server: str) -> Iterator[list[ServeProcess]]:
     exe = server_kb_agent()
     tmp = tmp_path_factory.mktemp("serve-replicas")
     with private_redis(tmp) as redis_url, private_database() as database_url:
         env = serve_env(tmp / "home", database_url, redis_url)
-        env["KB_AGENT_LONG_TERM_MEMORY"] = "false"  # embedded Chroma is per machine; replicas share a server
-        docs = tmp / "docs"
-        docs.mkdir()
-        (docs / "old-policy.md").write_text("# Old policy\n\nThe 2019 travel policy, superseded.\n", "utf-8")
-        ingest = subprocess.run(
-            [sys.executable, "-m", "cli", "ingest", str(docs)],
-            cwd=REPO_ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert ingest.returncode == 0, ingest.stderr
+        env["KB_AGENT_CHROMA_URL"] = chroma_server  # embedded Chroma is per machine; replicas share a server
+        ingest_old_policy(tmp, env)
         servers = [ServeProcess(exe, env, tmp / f"replica-{i}.log") for i in range(2)]
         try:
             for srv in servers:
@@ -108,3 +98,34 @@ def test_an_approval_raised_on_one_is_resumed_on_the_other(replicas: list[ServeP
     tool = next(m for m in messages if m["type"] == "tool" and m["name"] == "delete_document")
     assert '"deleted": "old-policy.md"' in tool["content"], tool
     assert one.threads.get(thread_id)["status"] == "idle"
+
+
+def test_a_memory_written_through_one_replica_is_recalled_through_the_other(
+    replicas: list[ServeProcess],
+) -> None:
+    one, two = _clients(replicas, "tok-alice")
+    said = _ask(one, one.threads.create()["thread_id"], "记住我喜欢喝乌龙茶")["messages"][-1]["content"]
+    assert "记住" in said and "乌龙茶" in said, said
+    asked = _ask(two, two.threads.create()["thread_id"], "我喜欢喝什么？")["messages"][-1]["content"]
+    assert "乌龙茶" in asked, asked
+    bob = _clients(replicas, "tok-bob")[0]
+    other = _ask(bob, bob.threads.create()["thread_id"], "我喜欢喝什么？")["messages"][-1]["content"]
+    assert "乌龙茶" not in other, other
+
+
+def test_a_replica_with_other_settings_refuses_to_start_naming_them(replicas: list[ServeProcess]) -> None:
+    peer = replicas[0]
+    env = dict(peer.env, KB_AGENT_MAX_ROUNDS="3", KB_AGENT_TOP_K="2")
+    done = subprocess.run(
+        [str(peer.exe), "serve", "--port", str(peer.port + 1)],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 1 and len(lines) == 1, done.stderr
+    assert "settings KB_AGENT_MAX_ROUNDS, KB_AGENT_TOP_K" in lines[0], lines[0]
+    assert "differs" in lines[0] and "graph version" not in lines[0]
+    assert any(f":{srv.port} " in lines[0] for srv in replicas), lines[0]

@@ -97,3 +97,24 @@ def test_a_server_that_answers_without_a_token_refuses_to_start() -> None:
 def test_a_server_that_answers_401_starts() -> None:
     assert _startup(SelfCheckedApp(_app(401), require_auth=True))[0]["type"] == "lifespan.startup.complete"
     assert _startup(SelfCheckedApp(_app(200), require_auth=False))[0]["type"] == "lifespan.startup.complete"
+
+
+class _Heartbeat:
+    """Records what the app asked of the replica's heartbeat."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def start(self) -> None:
+        self.calls.append("start")
+
+    def stop(self) -> None:
+        self.calls.append("stop")
+
+
+def test_the_replica_row_lives_while_serving_and_goes_when_refusing_or_stopping() -> None:
+    serving, refusing = _Heartbeat(), _Heartbeat()
+    _startup(SelfCheckedApp(_app(401), require_auth=True, heartbeat=serving))  # type: ignore[arg-type]
+    assert serving.calls == ["start", "stop"]  # beat while up, row removed at the clean shutdown
+    _startup(SelfCheckedApp(_app(200), require_auth=True, heartbeat=refusing))  # type: ignore[arg-type]
+    assert refusing.calls[0] == "stop" and "start" not in refusing.calls  # never beat, row removed

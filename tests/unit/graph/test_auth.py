@@ -148,6 +148,29 @@ def test_a_run_with_knobs_is_stamped_with_its_owner() -> None:
     assert run["metadata"]["owner"] == "alice"
 
 
+@pytest.mark.parametrize(
+    "message", [{"role": "robot", "content": "x"}, {"content": "no role"}, 42, [{"role": "user"}]]
+)
+def test_a_run_whose_input_is_not_a_message_is_refused_naming_it(message: Any) -> None:
+    run = {"kwargs": {"input": {"messages": [{"role": "user", "content": "hi"}, message]}}, "metadata": {}}
+    with pytest.raises(Auth.exceptions.HTTPException) as refused:
+        _call(server_auth.runs_with_checked_context, ALICE, run)
+    assert refused.value.status_code == 422
+    assert "input.messages[1] is not a message" in str(refused.value.detail)
+    flat = {"input": {"messages": [message]}, "metadata": {}}  # Aegra passes the run's fields flat
+    assert _status(server_auth.runs_with_checked_context, ALICE, flat) == 422
+    cron = {"payload": {"input": {"messages": [message]}}, "metadata": {}}
+    assert _status(server_auth.crons_of_their_owner, Ctx(User("alice"), [TOKEN_MARK], "crons", "create"), cron) == 422
+
+
+def test_a_run_of_ordinary_messages_or_a_resume_passes() -> None:
+    for payload in (
+        {"input": {"messages": [{"role": "user", "content": "hi"}, ("assistant", "ok"), "plain"]}},
+        {"input": None, "command": {"resume": {"approved": True}}},
+    ):
+        assert _call(server_auth.runs_with_checked_context, ALICE, {**payload, "metadata": {}}) == {"owner": "alice"}
+
+
 def test_crons_carry_the_same_checks() -> None:
     cron = {"payload": {"context": {"groups": "hr"}}, "metadata": {}}
     assert (
