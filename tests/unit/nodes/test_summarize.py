@@ -171,7 +171,7 @@ def test_split_rounds_starts_each_round_at_a_user_message() -> None:
 
 def _run(state: State, ctx: Settings | None = None, **kwargs: Any) -> tuple[dict[str, Any], list[AnyMessage]]:
     node = make_summarize(builtin_registry(), **kwargs)
-    update = node(state, Runtime(context=ctx or Settings()))
+    update = node.invoke(state, runtime=Runtime(context=ctx or Settings()))
     after = add_messages(list(state.messages), update["messages"]) if "messages" in update else state.messages
     return update, list(after)
 
@@ -280,11 +280,11 @@ def test_a_failed_summary_is_tried_once_per_turn_not_once_per_model_round() -> N
 
     state = State(messages=_conversation([1] * 8, [80] * 8))
     node = make_summarize(builtin_registry(), summarizer=failing, settings=HistoryLimits.resolve(1_500))
-    assert node(state, Runtime(context=Settings())) == {}
-    assert node(state, Runtime(context=Settings())) == {}
+    assert node.invoke(state, runtime=Runtime(context=Settings())) == {}
+    assert node.invoke(state, runtime=Runtime(context=Settings())) == {}
     assert len(calls) == 1
     later = State(messages=[*state.messages, AIMessage("a", id="a-x"), HumanMessage("next", id="h-next")])
-    assert node(later, Runtime(context=Settings())) == {} and len(calls) == 2
+    assert node.invoke(later, runtime=Runtime(context=Settings())) == {} and len(calls) == 2
 
 
 @pytest.mark.parametrize(
