@@ -15,7 +15,6 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langchain_core.runnables import Runnable
-from langgraph._internal._runnable import RunnableCallable
 from langgraph.runtime import Runtime
 
 from graph.context import Context, run_settings
@@ -30,7 +29,7 @@ from nodes import prompts
 from nodes.budget import Budget
 from nodes.conversation import current_question, language, run_label, unsummarised
 from nodes.history import wire_history
-from nodes.node_io import IO, Steps, dual_node
+from nodes.node_io import IO, Node, Steps, dual_node
 from nodes.tool_choice import offered_definitions
 from tools.nesting import without_deep_calls
 from tools.registry import ToolRegistry
@@ -71,7 +70,7 @@ def with_call_ids(response: AIMessage) -> AIMessage:
 
 def make_agent(
     registry: ToolRegistry, model: BaseChatModel | None = None, deployment: Settings | None = None
-) -> RunnableCallable:
+) -> Node:
     """The agent node over ``registry``; ``model`` overrides the per-run choice (tests, benchmarks)."""
 
     def agent(state: State, runtime: Runtime[Context]) -> Steps:

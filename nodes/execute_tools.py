@@ -12,7 +12,6 @@ from collections.abc import Callable
 from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
-from langgraph._internal._runnable import RunnableCallable
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
@@ -22,7 +21,7 @@ from graph.state import State
 from nodes.agent import final_message
 from nodes.budget import Budget
 from nodes.conversation import current_question, language, run_label
-from nodes.node_io import IO, Steps, dual_node
+from nodes.node_io import IO, Node, Steps, dual_node
 from stores.tool_effects import ToolEffectLog
 from tools.approval import interrupt_approver
 from tools.executor import ToolCallRequest, ToolExecutor
@@ -64,7 +63,7 @@ def make_tools(
     registry: ToolRegistry,
     deployment: Settings | None = None,
     effects: Callable[[Settings], ToolEffectLog] | None = None,
-) -> RunnableCallable:
+) -> Node:
     """The tools node; ``effects`` opens the record of side-effecting calls for a run's settings."""
 
     def tools(state: State, runtime: Runtime[Context]) -> Steps:

@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-from langgraph._internal._runnable import RunnableCallable
 from langgraph.runtime import Runtime
 
 from graph.context import Context, run_settings
 from graph.settings import Settings
 from graph.state import State
 from nodes.conversation import current_question
-from nodes.node_io import IO, Steps, dual_node
+from nodes.node_io import IO, Node, Steps, dual_node
 from stores.base import MemoryStore
 
 RECALL_TOP_K = 5
 
 
-def make_load_memory(memory: MemoryStore | None, deployment: Settings | None = None) -> RunnableCallable:
+def make_load_memory(memory: MemoryStore | None, deployment: Settings | None = None) -> Node:
     """The node; recall (Chroma and the embedder, blocking) runs off the event loop under ``ainvoke``."""
 
     def load_memory(state: State, runtime: Runtime[Context]) -> Steps:

@@ -25,6 +25,7 @@ from graph.context import Context
 from graph.state import State
 
 T = TypeVar("T")
+Node = RunnableCallable  # what make_<node>() returns: a runnable with a sync and an async implementation
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +75,7 @@ async def arun_steps(steps: Steps) -> dict[str, Any]:
         return done.value
 
 
-def dual_node(body: NodeBody, name: str) -> RunnableCallable:
+def dual_node(body: NodeBody, name: str) -> Node:
     """The node LangGraph runs: ``body`` driven blocking under ``invoke``, awaited under ``ainvoke``.
 
     Call it directly in tests with ``node.invoke(state, runtime=Runtime(...))`` (or ``ainvoke``).

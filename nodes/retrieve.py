@@ -13,7 +13,6 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langgraph._internal._runnable import RunnableCallable
 from langgraph.runtime import Runtime
 
 from graph.context import Context, run_settings
@@ -23,7 +22,7 @@ from models import get_chat_model
 from models.intents import find_expression
 from models.rerank import cut_below, reranker_from_setting
 from nodes.conversation import current_question, last_human_index
-from nodes.node_io import IO, Steps, dual_node
+from nodes.node_io import IO, Node, Steps, dual_node
 from nodes.query_planning import QueryPlan, plan_queries, retrieve_planned
 from stores.base import Passage, PassageSearch
 from stores.feedback import downweight
@@ -91,7 +90,7 @@ def make_retrieve(
     model: BaseChatModel | None = None,
     deployment: Settings | None = None,
     penalties: Penalties | None = None,
-) -> RunnableCallable:
+) -> Node:
     """The node; ``penalties`` gives the chunks bad feedback down-weights (``KB_AGENT_FEEDBACK_PENALTY``).
 
     Planning, the searches (Chroma, bm25s) and reranking are blocking: under ``ainvoke`` they run as one

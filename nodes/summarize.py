@@ -32,7 +32,6 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langchain_core.runnables import RunnableConfig
-from langgraph._internal._runnable import RunnableCallable
 from langgraph.runtime import Runtime
 
 from graph.context import Context, run_settings
@@ -46,7 +45,7 @@ from nodes import prompts
 from nodes.budget import Budget
 from nodes.conversation import current_question, language, last_human_index
 from nodes.history import wire_history
-from nodes.node_io import IO, Steps, dual_node
+from nodes.node_io import IO, Node, Steps, dual_node
 from nodes.tool_choice import offered_definitions
 from tools.registry import ToolRegistry
 
@@ -312,7 +311,7 @@ def make_summarize(
     summarizer: Summarizer | None = None,
     settings: HistoryLimits | None = None,
     deployment: Settings | None = None,
-) -> RunnableCallable:
+) -> Node:
     """The node. ``model`` is the graph's fixed chat model (if any); ``summarizer`` and ``settings``
     override the per-run choices (tests, benchmarks)."""
     failed_turns: dict[str, None] = {}  # one failed summary attempt per turn, not one per model round

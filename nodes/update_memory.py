@@ -8,20 +8,19 @@ from __future__ import annotations
 
 import logging
 
-from langgraph._internal._runnable import RunnableCallable
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
 from graph.context import Context, run_settings
 from graph.settings import Settings
 from graph.state import State
-from nodes.node_io import IO, Steps, dual_node
+from nodes.node_io import IO, Node, Steps, dual_node
 from stores.base import MemoryStore
 
 log = logging.getLogger("kb_agent.memory")
 
 
-def make_update_memory(memory: MemoryStore | None, deployment: Settings | None = None) -> RunnableCallable:
+def make_update_memory(memory: MemoryStore | None, deployment: Settings | None = None) -> Node:
     """The node; the store's update (extraction, SQLite, Chroma) runs off the event loop under ``ainvoke``."""
 
     def update_memory(state: State, runtime: Runtime[Context]) -> Steps:
