@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -197,3 +198,39 @@ def test_an_approval_interrupt_pauses_and_resumes_the_same_under_ainvoke() -> No
     assert (
         ran == ["wipe"] and next(m for m in done["messages"] if isinstance(m, ToolMessage)).content == "wiped"
     )
+
+
+def test_a_hung_blocking_tool_times_out_under_ainvoke_and_the_next_calls_still_run() -> None:
+    """The hung handler keeps its daemon worker; the turn goes on and a second turn's calls get others."""
+    release = threading.Event()
+    registry = builtin_registry()
+    registry.register(
+        ToolSpec(
+            name="hangs",
+            description="never returns",
+            parameters={"type": "object", "properties": {}},
+            handler=lambda: release.wait(30),
+        )
+    )
+    calls = [tool_call("hangs"), tool_call("calculator", {"expression": "6*7"})]
+    model = ScriptedChatModel(
+        [AIMessage("", tool_calls=calls), "first done", AIMessage("", tool_calls=calls), "second done"]
+    )
+    graph = build_graph(InMemorySaver(), model=model, registry=registry, knowledge=None)
+    config = {"configurable": {"thread_id": "hung"}}
+
+    async def two_turns() -> list[Any]:
+        ctx = Settings(tool_timeout=0.3)
+        first = await graph.ainvoke({"messages": [HumanMessage("go")]}, config, context=ctx)
+        second = await graph.ainvoke({"messages": [HumanMessage("again")]}, config, context=ctx)
+        return [first, second]
+
+    try:
+        results = asyncio.run(two_turns())
+    finally:
+        release.set()
+    for result, answer in zip(results, ["first done", "second done"], strict=True):
+        hung, calculated = [m for m in result["messages"] if isinstance(m, ToolMessage)][-2:]
+        assert "timed out after 0.3 s" in hung.content and hung.status == "error"
+        assert calculated.content == "42" and calculated.status == "success"
+        assert result["messages"][-1].content == answer
