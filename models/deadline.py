@@ -72,3 +72,11 @@ def invoke_with_timeout(
         lambda: model.invoke(messages, config=config), timeout, inherit_run=inherit_run
     )
     return reply if isinstance(reply, AIMessage) else AIMessage(content=str(getattr(reply, "content", reply)))
+
+
+async def ainvoke_with_timeout(
+    model: BaseChatModel, messages: list[BaseMessage], timeout: float, *, config: dict[str, Any] | None = None
+) -> AIMessage:
+    """``await model.ainvoke(messages)`` bounded by ``timeout`` seconds, always as an ``AIMessage``."""
+    reply = await await_with_deadline(model.ainvoke(messages, config=config), timeout)
+    return reply if isinstance(reply, AIMessage) else AIMessage(content=str(getattr(reply, "content", reply)))

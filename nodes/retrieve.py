@@ -23,7 +23,7 @@ from models.intents import find_expression
 from models.rerank import cut_below, reranker_from_setting
 from nodes.conversation import current_question, last_human_index
 from nodes.node_io import IO, Node, Steps, dual_node
-from nodes.query_planning import QueryPlan, plan_queries, retrieve_planned
+from nodes.query_planning import planned_queries, retrieve_planned
 from stores.base import Passage, PassageSearch
 from stores.feedback import downweight
 from stores.text_analysis import tokenize
@@ -93,8 +93,8 @@ def make_retrieve(
 ) -> Node:
     """The node; ``penalties`` gives the chunks bad feedback down-weights (``KB_AGENT_FEEDBACK_PENALTY``).
 
-    Planning, the searches (Chroma, bm25s) and reranking are blocking: under ``ainvoke`` they run as one
-    piece on a worker thread.
+    Under ``ainvoke`` the query rewrite is awaited; the searches (Chroma, bm25s), the feedback store and
+    the reranker are blocking and run as one piece on a worker thread.
     """
 
     def retrieve(state: State, runtime: Runtime[Context]) -> Steps:
@@ -109,8 +109,12 @@ def make_retrieve(
         history = state.messages[: max(0, last_human_index(state.messages))]
         chat = model if model is not None else (None if ctx.uses_offline_model else get_chat_model(ctx))
 
-        def find() -> tuple[list[Passage], QueryPlan]:
-            plan = plan_queries(question, history, chat, rewrite=ctx.rewrite_query, decompose=ctx.decompose_query)
+        # The rewrite and decomposition calls are awaited under ainvoke; the rest is blocking work.
+        plan = yield from planned_queries(
+            question, history, chat, rewrite=ctx.rewrite_query, decompose=ctx.decompose_query
+        )
+
+        def find() -> list[Passage]:
             reranker = reranker_from_setting(ctx.reranker, chat, api_key=ctx.api_key)
             penalised = _penalised(penalties, ctx)
             boosting = ctx.preference_boost > 1.0 and bool(state.memories)
@@ -124,9 +128,9 @@ def make_retrieve(
             passages = preferred(passages, state.memories, ctx.preference_boost)
             if reranker is not None and passages:
                 passages = cut_below(reranker.rerank(question, passages, ctx.top_k), ctx.rerank_min_score)
-            return passages[: ctx.top_k], plan
+            return passages[: ctx.top_k]
 
-        passages, plan = yield IO(find)
+        passages = yield IO(find)
         log.info(
             "node=retrieve user=%s queries=%d model_calls=%d fallbacks=%s passages=%d",
             ctx.user_id,
