@@ -7,8 +7,9 @@ path must keep working for ``graph.invoke`` with the same results.
 
 A node's body is a generator: it yields each piece of I/O as an :class:`IO` and receives its result (or
 its exception, thrown back in at the ``yield``). :func:`dual_node` runs the body blocking under
-``invoke`` and awaiting under ``ainvoke`` — a blocking call with no async twin goes to a worker thread —
-and hands LangGraph both through ``RunnableCallable``, as ``langchain.agents.create_agent`` does.
+``invoke`` and awaiting under ``ainvoke`` — a blocking call with no async twin goes to a worker thread,
+and so does the code between two IOs — and hands LangGraph both through ``RunnableCallable``, as
+``langchain.agents.create_agent`` does. What matters is that no thread is held while a model answers.
 """
 
 from __future__ import annotations
@@ -60,19 +61,30 @@ def run_steps(steps: Steps) -> dict[str, Any]:
         return done.value
 
 
-async def arun_steps(steps: Steps) -> dict[str, Any]:
-    """Drive a node body under ``ainvoke``: each IO awaited."""
+def _advance(step: Callable[[Any], IO[Any]], value: Any) -> tuple[bool, Any]:
+    """Run the body to its next IO (or its end): StopIteration cannot cross a thread's future."""
     try:
-        pending = next(steps)
-        while True:
-            try:
-                result = await pending.run_async()
-            except Exception as exc:
-                pending = steps.throw(exc)
-            else:
-                pending = steps.send(result)
+        return False, step(value)
     except StopIteration as done:
-        return done.value
+        return True, done.value
+
+
+async def arun_steps(steps: Steps) -> dict[str, Any]:
+    """Drive a node body under ``ainvoke``: each IO awaited, the code between them on a worker thread.
+
+    The code between two IOs is short, but it may still touch a file (opening a store, an SSL context on
+    a client's first use, a log): on the event loop that would stall every other run, and ``langgraph
+    dev`` refuses it outright. So only the awaiting happens on the loop.
+    """
+    done, value = await asyncio.to_thread(_advance, steps.send, None)
+    while not done:
+        try:
+            result = await value.run_async()
+        except Exception as exc:
+            done, value = await asyncio.to_thread(_advance, steps.throw, exc)
+        else:
+            done, value = await asyncio.to_thread(_advance, steps.send, result)
+    return value
 
 
 def dual_node(body: NodeBody, name: str) -> Node:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 import shutil
 import threading
+from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from typing import Any
 
+import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
@@ -17,6 +19,7 @@ from graph.open_stores import RunMemory, open_memory
 from graph.settings import Settings
 from models import ScriptedChatModel, tool_call
 from stores.checkpoint import open_async_checkpointer
+from tools import clock
 from tools.builtin import builtin_registry
 from tools.registry import ToolSpec
 
@@ -126,11 +129,21 @@ def _summary(chunks: list[tuple[str, Any]], state: dict[str, Any]) -> dict[str, 
 CONFIG = {"configurable": {"thread_id": "same", "user_id": "u"}}
 
 
-def test_invoke_and_ainvoke_give_the_same_answers_citations_events_and_state(kb_home: Path) -> None:
+class FrozenClock(datetime):
+    @classmethod
+    def now(cls, tz: tzinfo | None = None) -> FrozenClock:
+        return cls(2026, 12, 2, 3, 4, 5, tzinfo=tz or UTC)
+
+
+def test_invoke_and_ainvoke_give_the_same_answers_citations_events_and_state(
+    kb_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Every node through both drivers: memory recall/update, retrieval, summary check, tools, answers.
 
-    Each path gets its own copy of the data dir (same knowledge base, no memories), so both start equal.
+    Each path gets its own copy of the data dir (same knowledge base, no memories), so both start equal;
+    the date tool reads a frozen clock.
     """
+    monkeypatch.setattr(clock, "datetime", FrozenClock)
     twin = kb_home.with_name("home-async")
     shutil.copytree(kb_home, twin)
 
