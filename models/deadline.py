@@ -1,15 +1,16 @@
 """A model call with a deadline: the one helper the reranker, query planning, the summarizer and memory
 extraction share.
 
-A hung HTTP call cannot be cancelled, so the call runs in a daemon thread that at least never blocks
-interpreter exit; the caller stops waiting after the deadline.
+A hung blocking HTTP call cannot be cancelled, so it runs in a daemon thread that at least never blocks
+interpreter exit; the caller stops waiting after the deadline. An awaited call is simply cancelled.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from langchain_core.language_models import BaseChatModel
@@ -50,6 +51,14 @@ def call_with_deadline(
     return box["value"]
 
 
+async def await_with_deadline(work: Awaitable[T], seconds: float, *, what: str = "the model") -> T:
+    """The async twin of :func:`call_with_deadline`: ``work`` is cancelled (its HTTP call closed) when late."""
+    try:
+        return await asyncio.wait_for(work, timeout=max(seconds, 0.0))
+    except TimeoutError as exc:
+        raise ModelTimeout(f"{what} did not answer within {seconds:g} s") from exc
+
+
 def invoke_with_timeout(
     model: BaseChatModel,
     messages: list[BaseMessage],
@@ -62,4 +71,12 @@ def invoke_with_timeout(
     reply = call_with_deadline(
         lambda: model.invoke(messages, config=config), timeout, inherit_run=inherit_run
     )
+    return reply if isinstance(reply, AIMessage) else AIMessage(content=str(getattr(reply, "content", reply)))
+
+
+async def ainvoke_with_timeout(
+    model: BaseChatModel, messages: list[BaseMessage], timeout: float, *, config: dict[str, Any] | None = None
+) -> AIMessage:
+    """``await model.ainvoke(messages)`` bounded by ``timeout`` seconds, always as an ``AIMessage``."""
+    reply = await await_with_deadline(model.ainvoke(messages, config=config), timeout)
     return reply if isinstance(reply, AIMessage) else AIMessage(content=str(getattr(reply, "content", reply)))

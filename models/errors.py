@@ -39,6 +39,10 @@ def describe_model_error(exc: Exception, ctx: EndpointSettings) -> ModelError | 
     where = ctx.base_url or "https://api.openai.com/v1"
     if isinstance(exc, openai.APITimeoutError):
         return ModelError(f"the model endpoint {where} did not answer within {ctx.model_timeout:g} s")
+    if isinstance(exc, openai.APIConnectionError) and _dropped(exc):
+        return ModelError(
+            f"the model endpoint {where} dropped the connection before its answer was complete; try again"
+        )
     if isinstance(exc, openai.APIConnectionError):
         return ModelError(f"cannot reach the model endpoint {where}: check KB_AGENT_BASE_URL and the network")
     if isinstance(exc, openai.AuthenticationError):
@@ -54,3 +58,15 @@ def describe_model_error(exc: Exception, ctx: EndpointSettings) -> ModelError | 
     if isinstance(exc, openai.APIStatusError):
         return ModelError(f"the model endpoint {where} failed with HTTP {exc.status_code}: {exc.message}")
     return None
+
+
+def _dropped(exc: BaseException) -> bool:
+    """Whether a connection error broke an answer under way (reset, cut body) rather than the connect."""
+    seen: BaseException | None = exc
+    for _ in range(8):  # the chain: langchain -> openai -> httpx -> httpcore -> anyio -> OSError
+        if seen is None:
+            return False
+        if isinstance(seen, ConnectionResetError) or type(seen).__name__ in {"ReadError", "RemoteProtocolError"}:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False

@@ -7,32 +7,38 @@ recalled memories and the running summary reach it as marked data blocks in the 
 from __future__ import annotations
 
 import logging
+import math
 import time
 import uuid
-from collections.abc import Callable
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.runnables import Runnable
 from langgraph.runtime import Runtime
 
 from graph.context import Context, run_settings
 from graph.settings import Settings
 from graph.state import State
 from models import get_chat_model
+from models.deadline import ModelTimeout, await_with_deadline, call_with_deadline
 from models.errors import ModelError, describe_model_error
+from models.local import LocalChatModel
 from models.tokens import calibration, count_message_tokens, count_tool_tokens, estimate_tokens
 from nodes import prompts
 from nodes.budget import Budget
 from nodes.conversation import current_question, language, run_label, unsummarised
 from nodes.history import wire_history
+from nodes.node_io import IO, Node, Steps, dual_node
 from nodes.tool_choice import offered_definitions
 from tools.nesting import without_deep_calls
 from tools.registry import ToolRegistry
 
 log = logging.getLogger("kb_agent.agent")
 
-AgentNode = Callable[[State, Runtime[Context]], dict[str, Any]]
+
+class TurnOutOfTime(Exception):
+    """The model had not answered when the turn's wall-time budget ran out."""
 
 
 def final_message(text: str, reason: str) -> AIMessage:
@@ -64,10 +70,10 @@ def with_call_ids(response: AIMessage) -> AIMessage:
 
 def make_agent(
     registry: ToolRegistry, model: BaseChatModel | None = None, deployment: Settings | None = None
-) -> AgentNode:
+) -> Node:
     """The agent node over ``registry``; ``model`` overrides the per-run choice (tests, benchmarks)."""
 
-    def agent(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    def agent(state: State, runtime: Runtime[Context]) -> Steps:
         ctx = run_settings(runtime, deployment)
         budget = Budget.from_context(ctx)
         question, turn_id = current_question(state.messages)
@@ -100,7 +106,17 @@ def make_agent(
         bound = chat.bind_tools(definitions) if definitions else chat
         started = time.perf_counter()
         try:
-            response = bound.invoke(request)
+            response = yield model_call(chat, bound, request, budget.remaining(counters)["seconds"])
+        except TurnOutOfTime:
+            log.warning(
+                "run=%s node=agent the model had not answered when the turn's wall time ran out",
+                run_label(runtime, turn_id),
+            )
+            return {
+                "messages": [final_message(budget.stop_message("time", lang == "zh"), "time")],
+                "budget": counters,
+                "stop_reason": "time",
+            }
         except ModelError:
             raise
         except Exception as exc:
@@ -152,4 +168,40 @@ def make_agent(
             }
         return {"messages": [response], "budget": counters, "stop_reason": None}
 
-    return agent
+    return dual_node(agent, "agent")
+
+
+def own_bound(chat: BaseChatModel) -> float:
+    """The longest a call to ``chat`` can take by its client's own settings (0: answers in-process)."""
+    if isinstance(chat, LocalChatModel):
+        return 0.0
+    timeout, retries = getattr(chat, "request_timeout", None), getattr(chat, "max_retries", None)
+    if not isinstance(timeout, int | float) or not isinstance(retries, int):
+        return math.inf
+    return float(timeout) * (retries + 1)
+
+
+def model_call(
+    chat: BaseChatModel, bound: Runnable[Any, Any], request: list[BaseMessage], seconds: float
+) -> IO[Any]:
+    """The model request, cut off when the turn's wall time (``seconds`` left) runs out.
+
+    Awaited, the HTTP call is cancelled. Blocking, a watchdog thread is only started when the client's own
+    timeout could outlast the turn: most calls pay nothing extra.
+    """
+
+    def blocking() -> Any:
+        if own_bound(chat) <= seconds:
+            return bound.invoke(request)
+        try:
+            return call_with_deadline(lambda: bound.invoke(request), seconds, what="the model")
+        except ModelTimeout as exc:
+            raise TurnOutOfTime() from exc
+
+    async def awaited() -> Any:
+        try:
+            return await await_with_deadline(bound.ainvoke(request), seconds)
+        except ModelTimeout as exc:
+            raise TurnOutOfTime() from exc
+
+    return IO(blocking, awaited)

@@ -21,13 +21,12 @@ from graph.state import State
 from nodes.agent import final_message
 from nodes.budget import Budget
 from nodes.conversation import current_question, language, run_label
+from nodes.node_io import IO, Node, Steps, dual_node
 from stores.tool_effects import ToolEffectLog
 from tools.approval import interrupt_approver
 from tools.executor import ToolCallRequest, ToolExecutor
 from tools.permissions import grant_for
 from tools.registry import ToolContext, ToolRegistry
-
-ToolsNode = Callable[[State, Runtime[Context]], dict[str, Any]]
 
 
 def pending_calls(message: AIMessage) -> list[ToolCallRequest]:
@@ -64,10 +63,10 @@ def make_tools(
     registry: ToolRegistry,
     deployment: Settings | None = None,
     effects: Callable[[Settings], ToolEffectLog] | None = None,
-) -> ToolsNode:
+) -> Node:
     """The tools node; ``effects`` opens the record of side-effecting calls for a run's settings."""
 
-    def tools(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    def tools(state: State, runtime: Runtime[Context]) -> Steps:
         ctx = run_settings(runtime, deployment)
         budget = Budget.from_context(ctx)
         last = state.messages[-1]
@@ -92,7 +91,11 @@ def make_tools(
             grant=grant_for(ctx),
         )
         # High-impact calls pause the graph here (interrupt) until a person answers; nothing has run yet.
-        outcomes = executor.run(to_run, tool_ctx, emit=runtime.stream_writer, approver=interrupt_approver)
+        reviewed = executor.review(to_run, tool_ctx, interrupt_approver, runtime.stream_writer)
+        outcomes = yield IO(
+            lambda: executor.run(to_run, tool_ctx, emit=runtime.stream_writer, reviewed=reviewed),
+            lambda: executor.arun(to_run, tool_ctx, emit=runtime.stream_writer, reviewed=reviewed),
+        )
         messages: list[Any] = [
             ToolMessage(content=o.content, tool_call_id=o.call_id, name=o.name, status=o.status)
             for o in outcomes
@@ -107,4 +110,4 @@ def make_tools(
             messages.append(final_message(budget.stop_message(reason, language(question) == "zh"), reason))
         return {"messages": messages, "budget": counters, "stop_reason": reason}
 
-    return tools
+    return dual_node(tools, "tools")

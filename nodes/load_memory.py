@@ -2,35 +2,33 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from langgraph.runtime import Runtime
 
 from graph.context import Context, run_settings
 from graph.settings import Settings
 from graph.state import State
 from nodes.conversation import current_question
+from nodes.node_io import IO, Node, Steps, dual_node
 from stores.base import MemoryStore
 
 RECALL_TOP_K = 5
 
 
-def make_load_memory(
-    memory: MemoryStore | None, deployment: Settings | None = None
-) -> Callable[[State, Runtime[Context]], dict[str, Any]]:
-    def load_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+def make_load_memory(memory: MemoryStore | None, deployment: Settings | None = None) -> Node:
+    """The node; recall (Chroma and the embedder, blocking) runs off the event loop under ``ainvoke``."""
+
+    def load_memory(state: State, runtime: Runtime[Context]) -> Steps:
         ctx = run_settings(runtime, deployment)  # first node: a run's bad context stops the run here
         if memory is None:
             return {"memories": []}
         question, _ = current_question(state.messages)
         if not question.strip():
             return {"memories": []}
-        recalled = list(memory.recall(ctx.user_id, question, RECALL_TOP_K))
+        recalled = yield IO(lambda: list(memory.recall(ctx.user_id, question, RECALL_TOP_K)))
         if recalled:
             runtime.stream_writer(
                 {"type": "memories_recalled", "memories": [{"id": m.get("id"), "content": m.get("content")} for m in recalled]}
             )
         return {"memories": recalled}
 
-    return load_memory
+    return dual_node(load_memory, "load_memory")

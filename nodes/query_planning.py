@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextvars
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,11 +17,12 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-from models.deadline import ModelTimeout, invoke_with_timeout
+from models.deadline import ModelTimeout, ainvoke_with_timeout, invoke_with_timeout
 from models.offline import OfflineChatModel
 from models.rerank import MAX_REPLY_CHARS, parse_json_object
 from nodes import prompts
 from nodes.conversation import language
+from nodes.node_io import IO, run_steps
 from stores.base import Passage
 from stores.fusion import rrf
 
@@ -72,10 +73,17 @@ def _recent_turns(question: str, history: Sequence[BaseMessage]) -> list[BaseMes
     return turns[-HISTORY_MESSAGES:]
 
 
-def _ask(model: BaseChatModel, system: str, user: str, timeout: float) -> dict[str, Any]:
+Planning = Generator[IO[Any], Any, Any]  # yields its model calls: awaited under ainvoke (nodes/node_io.py)
+
+
+def _ask(model: BaseChatModel, system: str, user: str, timeout: float) -> Planning:
     """One model call parsed to a JSON object, or :class:`_Fallback` saying why not."""
+    request = [SystemMessage(system), HumanMessage(user)]
     try:
-        reply = invoke_with_timeout(model, [SystemMessage(system), HumanMessage(user)], timeout)
+        reply = yield IO(
+            lambda: invoke_with_timeout(model, request, timeout),
+            lambda: ainvoke_with_timeout(model, request, timeout),
+        )
     except ModelTimeout as exc:
         raise _Fallback("timeout", str(exc)) from exc
     except Exception as exc:
@@ -95,13 +103,13 @@ def _clean(query: Any) -> str:
     return " ".join(query.split()) if isinstance(query, str) else ""
 
 
-def _rewrite(question: str, turns: list[BaseMessage], model: BaseChatModel, lang: str, timeout: float) -> str:
+def _rewrite(question: str, turns: list[BaseMessage], model: BaseChatModel, lang: str, timeout: float) -> Planning:
     roles = ROLE[lang]
     history = "\n".join(
         f"{roles['human'] if isinstance(m, HumanMessage) else roles['ai']}: {m.text.strip()[:HISTORY_CHARS]}"
         for m in turns
     )
-    parsed = _ask(
+    parsed = yield from _ask(
         model, prompts.REWRITE_PROMPT[lang], REWRITE_INPUT[lang].format(history=history, question=question), timeout
     )
     if "query" not in parsed or not isinstance(parsed["query"], str):
@@ -114,8 +122,8 @@ def _rewrite(question: str, turns: list[BaseMessage], model: BaseChatModel, lang
     return query
 
 
-def _decompose(query: str, model: BaseChatModel, lang: str, limit: int, timeout: float) -> list[str]:
-    parsed = _ask(
+def _decompose(query: str, model: BaseChatModel, lang: str, limit: int, timeout: float) -> Planning:
+    parsed = yield from _ask(
         model, prompts.DECOMPOSE_PROMPT[lang].format(n=limit), DECOMPOSE_INPUT[lang].format(question=query), timeout
     )
     raw = parsed.get("queries")
@@ -133,7 +141,12 @@ def _decompose(query: str, model: BaseChatModel, lang: str, limit: int, timeout:
     return queries[:limit]
 
 
-def plan_queries(
+def plan_queries(question: str, history: Sequence[BaseMessage], model: BaseChatModel | None, **options: Any) -> QueryPlan:
+    """Plan the searches for ``question`` with blocking model calls (see :func:`planned_queries`)."""
+    return run_steps(planned_queries(question, history, model, **options))
+
+
+def planned_queries(
     question: str,
     history: Sequence[BaseMessage],
     model: BaseChatModel | None,
@@ -142,8 +155,11 @@ def plan_queries(
     decompose: bool = False,
     max_sub_queries: int = 4,
     timeout: float = 20.0,
-) -> QueryPlan:
-    """Plan the searches for ``question``: never raises, at worst searches for the question itself."""
+) -> Planning:
+    """Plan the searches for ``question``: never raises, at worst searches for the question itself.
+
+    A generator of its model calls, for a node body to ``yield from``; :func:`plan_queries` runs it blocking.
+    """
     question = question.strip()
     if model is None or isinstance(model, OfflineChatModel) or not question:
         return QueryPlan(question, question, [question] if question else [], 0, [])
@@ -155,7 +171,7 @@ def plan_queries(
     if turns:
         calls += 1
         try:
-            standalone = _rewrite(question, turns, model, lang, timeout)
+            standalone = yield from _rewrite(question, turns, model, lang, timeout)
         except _Fallback as exc:
             fallbacks.append(f"rewrite:{exc.reason}")
             log.warning("query rewrite fell back to the question (%s)", exc)
@@ -163,7 +179,7 @@ def plan_queries(
     if decompose and max_sub_queries > 1:
         calls += 1
         try:
-            sub_queries = _decompose(standalone, model, lang, max_sub_queries, timeout)
+            sub_queries = yield from _decompose(standalone, model, lang, max_sub_queries, timeout)
         except _Fallback as exc:
             fallbacks.append(f"decompose:{exc.reason}")
             log.warning("query decomposition fell back to one query (%s)", exc)

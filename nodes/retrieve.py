@@ -22,7 +22,8 @@ from models import get_chat_model
 from models.intents import find_expression
 from models.rerank import cut_below, reranker_from_setting
 from nodes.conversation import current_question, last_human_index
-from nodes.query_planning import plan_queries, retrieve_planned
+from nodes.node_io import IO, Node, Steps, dual_node
+from nodes.query_planning import planned_queries, retrieve_planned
 from stores.base import Passage, PassageSearch
 from stores.feedback import downweight
 from stores.text_analysis import tokenize
@@ -89,10 +90,14 @@ def make_retrieve(
     model: BaseChatModel | None = None,
     deployment: Settings | None = None,
     penalties: Penalties | None = None,
-) -> Callable[[State, Runtime[Context]], dict[str, Any]]:
-    """The node; ``penalties`` gives the chunks bad feedback down-weights (``KB_AGENT_FEEDBACK_PENALTY``)."""
+) -> Node:
+    """The node; ``penalties`` gives the chunks bad feedback down-weights (``KB_AGENT_FEEDBACK_PENALTY``).
 
-    def retrieve(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    Under ``ainvoke`` the query rewrite is awaited; the searches (Chroma, bm25s), the feedback store and
+    the reranker are blocking and run as one piece on a worker thread.
+    """
+
+    def retrieve(state: State, runtime: Runtime[Context]) -> Steps:
         question, _ = current_question(state.messages)
         if not question.strip() or not needs_retrieval(question):
             return {"passages": []}
@@ -103,21 +108,29 @@ def make_retrieve(
         groups = ctx.group_list
         history = state.messages[: max(0, last_human_index(state.messages))]
         chat = model if model is not None else (None if ctx.uses_offline_model else get_chat_model(ctx))
-        plan = plan_queries(question, history, chat, rewrite=ctx.rewrite_query, decompose=ctx.decompose_query)
-        reranker = reranker_from_setting(ctx.reranker, chat, api_key=ctx.api_key)
-        penalised = _penalised(penalties, ctx)
-        boosting = ctx.preference_boost > 1.0 and bool(state.memories)
-        pool = max(ctx.top_k, ctx.candidates) if reranker is not None or penalised or boosting else ctx.top_k
 
-        def search(query: str) -> list[Passage]:
-            return list(kb.search(query, user_id=ctx.user_id, groups=groups, top_k=pool))
+        # The rewrite and decomposition calls are awaited under ainvoke; the rest is blocking work.
+        plan = yield from planned_queries(
+            question, history, chat, rewrite=ctx.rewrite_query, decompose=ctx.decompose_query
+        )
 
-        passages = retrieve_planned(plan, search, rrf_k=ctx.rrf_k, top_k=pool)
-        passages = downweight(passages, penalised, ctx.feedback_penalty)
-        passages = preferred(passages, state.memories, ctx.preference_boost)
-        if reranker is not None and passages:
-            passages = cut_below(reranker.rerank(question, passages, ctx.top_k), ctx.rerank_min_score)
-        passages = passages[: ctx.top_k]
+        def find() -> list[Passage]:
+            reranker = reranker_from_setting(ctx.reranker, chat, api_key=ctx.api_key)
+            penalised = _penalised(penalties, ctx)
+            boosting = ctx.preference_boost > 1.0 and bool(state.memories)
+            pool = max(ctx.top_k, ctx.candidates) if reranker is not None or penalised or boosting else ctx.top_k
+
+            def search(query: str) -> list[Passage]:
+                return list(kb.search(query, user_id=ctx.user_id, groups=groups, top_k=pool))
+
+            passages = retrieve_planned(plan, search, rrf_k=ctx.rrf_k, top_k=pool)
+            passages = downweight(passages, penalised, ctx.feedback_penalty)
+            passages = preferred(passages, state.memories, ctx.preference_boost)
+            if reranker is not None and passages:
+                passages = cut_below(reranker.rerank(question, passages, ctx.top_k), ctx.rerank_min_score)
+            return passages[: ctx.top_k]
+
+        passages = yield IO(find)
         log.info(
             "node=retrieve user=%s queries=%d model_calls=%d fallbacks=%s passages=%d",
             ctx.user_id,
@@ -137,4 +150,4 @@ def make_retrieve(
         )
         return {"passages": passages}
 
-    return retrieve
+    return dual_node(retrieve, "retrieve")

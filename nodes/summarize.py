@@ -14,6 +14,7 @@ never cut from its answer nor a tool call from its results. A failing summary mo
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from collections.abc import Callable, Sequence
@@ -37,13 +38,14 @@ from graph.context import Context, run_settings
 from graph.settings import OFFLINE_MODEL, Settings
 from graph.state import State
 from models import OfflineChatModel, get_chat_model
-from models.deadline import call_with_deadline
+from models.deadline import await_with_deadline, call_with_deadline
 from models.summary import extractive_summary, has_sections, summary_language
 from models.tokens import calibration, count_message_tokens, count_tool_tokens, estimate_tokens
 from nodes import prompts
 from nodes.budget import Budget
 from nodes.conversation import current_question, language, last_human_index
 from nodes.history import wire_history
+from nodes.node_io import IO, Node, Steps, dual_node
 from nodes.tool_choice import offered_definitions
 from tools.registry import ToolRegistry
 
@@ -260,20 +262,33 @@ def offline_summarizer(old: str, messages: list[BaseMessage], lang: str, max_tok
     return extractive_summary(old, messages, lang=lang, max_tokens=max_tokens)
 
 
-def model_summarizer(model: BaseChatModel) -> Summarizer:
-    """A summariser over a chat model: the rules prompt in the conversation's language, output checked."""
+@dataclass(frozen=True)
+class ModelSummarizer:
+    """A summariser over a chat model: the rules prompt in the conversation's language, output checked;
+    awaitable too, so under ``ainvoke`` the summary call holds no thread."""
 
-    def summarize(old: str, messages: list[BaseMessage], lang: str, max_tokens: int) -> str | None:
+    model: BaseChatModel
+
+    def _request(self, old: str, messages: list[BaseMessage], lang: str, max_tokens: int) -> list[BaseMessage]:
         prompt = prompts.RUNNING_SUMMARY[lang].format(
-            target=int(max_tokens * 0.8),
-            old=old or NONE[lang],
-            transcript=transcript(messages, lang),
+            target=int(max_tokens * 0.8), old=old or NONE[lang], transcript=transcript(messages, lang)
         )
-        config: RunnableConfig = {"run_name": "summarize_history", "tags": ["nostream", "kb-agent:summary"]}
-        reply = model.invoke([HumanMessage(prompt)], config=config)
+        return [HumanMessage(prompt)]
+
+    def __call__(self, old: str, messages: list[BaseMessage], lang: str, max_tokens: int) -> str | None:
+        reply = self.model.invoke(self._request(old, messages, lang, max_tokens), config=SUMMARY_RUN)
         return checked_summary(reply.text, max_tokens)
 
-    return summarize
+    async def asummarize(self, old: str, messages: list[BaseMessage], lang: str, max_tokens: int) -> str | None:
+        reply = await self.model.ainvoke(self._request(old, messages, lang, max_tokens), config=SUMMARY_RUN)
+        return checked_summary(reply.text, max_tokens)
+
+
+SUMMARY_RUN: RunnableConfig = {"run_name": "summarize_history", "tags": ["nostream", "kb-agent:summary"]}
+
+
+def model_summarizer(model: BaseChatModel) -> Summarizer:
+    return ModelSummarizer(model)
 
 
 def checked_summary(text: str, max_tokens: int) -> str | None:
@@ -296,7 +311,7 @@ def make_summarize(
     summarizer: Summarizer | None = None,
     settings: HistoryLimits | None = None,
     deployment: Settings | None = None,
-) -> Callable[[State, Runtime[Context]], dict[str, Any]]:
+) -> Node:
     """The node. ``model`` is the graph's fixed chat model (if any); ``summarizer`` and ``settings``
     override the per-run choices (tests, benchmarks)."""
     failed_turns: dict[str, None] = {}  # one failed summary attempt per turn, not one per model round
@@ -308,7 +323,7 @@ def make_summarize(
             return offline_summarizer
         return model_summarizer(model if model is not None else get_chat_model(ctx))
 
-    def summarize(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    def summarize(state: State, runtime: Runtime[Context]) -> Steps:
         messages = state.messages
         current = last_human_index(messages)
         if current < 0:
@@ -355,12 +370,18 @@ def make_summarize(
         folded = [m for r in rounds[:n] for m in r]
         old = _text(state.summary)
         lang = summary_language(old, folded)
+        job, args, seconds = pick(ctx), (old, folded, lang, limits.summary_max_tokens), limits.summary_timeout
+
+        def blocking() -> str | None:
+            return call_with_deadline(lambda: job(*args), seconds, what="the summary model")
+
+        async def awaited() -> str | None:
+            if isinstance(job, ModelSummarizer):
+                return await await_with_deadline(job.asummarize(*args), seconds, what="the summary model")
+            return await asyncio.to_thread(blocking)  # a local summariser: bounded by the same deadline
+
         try:
-            new = call_with_deadline(
-                lambda: pick(ctx)(old, folded, lang, limits.summary_max_tokens),
-                limits.summary_timeout,
-                what="the summary model",
-            )
+            new = yield IO(blocking, awaited)
         except Exception as exc:
             new, reason = None, f"failed ({type(exc).__name__}: {exc})"
         else:
@@ -384,7 +405,7 @@ def make_summarize(
         )
         return update
 
-    return summarize
+    return dual_node(summarize, "summarize")
 
 
 def full_history(graph: Any, config: RunnableConfig) -> list[BaseMessage]:

@@ -7,8 +7,6 @@ because memory extraction failed (SPEC §8).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import Any
 
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
@@ -16,21 +14,22 @@ from langgraph.runtime import Runtime
 from graph.context import Context, run_settings
 from graph.settings import Settings
 from graph.state import State
+from nodes.node_io import IO, Node, Steps, dual_node
 from stores.base import MemoryStore
 
 log = logging.getLogger("kb_agent.memory")
 
 
-def make_update_memory(
-    memory: MemoryStore | None, deployment: Settings | None = None
-) -> Callable[[State, Runtime[Context]], dict[str, Any]]:
-    def update_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+def make_update_memory(memory: MemoryStore | None, deployment: Settings | None = None) -> Node:
+    """The node; the store's update (extraction, SQLite, Chroma) runs off the event loop under ``ainvoke``."""
+
+    def update_memory(state: State, runtime: Runtime[Context]) -> Steps:
         if memory is None:
             return {}
         ctx = run_settings(runtime, deployment)
         thread_id = get_config().get("configurable", {}).get("thread_id")
         try:
-            applied = memory.update_from_turn(ctx.user_id, thread_id, state.messages)
+            applied = yield IO(lambda: memory.update_from_turn(ctx.user_id, thread_id, state.messages))
         except Exception:
             log.exception(
                 "memory update failed for user=%s thread=%s; the answer is kept", ctx.user_id, thread_id
@@ -39,4 +38,4 @@ def make_update_memory(
         log.info("node=update_memory user=%s applied=%d", ctx.user_id, applied)
         return {}
 
-    return update_memory
+    return dual_node(update_memory, "update_memory")

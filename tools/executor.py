@@ -2,14 +2,13 @@
 
 Nothing a tool does may break the loop: unknown names, bad arguments, exceptions and timeouts all come
 back as an error outcome with the call's id, so the model can read what went wrong and try another way
-(seed 003 §3.4). At most ``concurrency`` calls run at once; a hung synchronous handler is abandoned on a
-daemon thread so it cannot hold the turn past its timeout.
+(seed 003 §3.4). At most ``concurrency`` calls run at once; a hung synchronous handler is abandoned on its
+daemon worker so it cannot hold the turn past its timeout.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 import inspect
 import json
@@ -31,6 +30,7 @@ from tools.registry import (
     ToolSpec,
     validate_arguments,
 )
+from tools.workers import run_on_daemon_worker, run_on_thread_loop
 
 RESULT_PREVIEW = 300  # characters of a result in its 'done' event (the live trace shows them)
 log = logging.getLogger("kb_agent.tools")
@@ -70,29 +70,6 @@ def render_result(value: Any) -> str:
     if len(text) > MAX_OUTPUT_CHARS:
         text = text[:MAX_OUTPUT_CHARS] + f"\n…[truncated: {len(text) - MAX_OUTPUT_CHARS} more characters]"
     return text
-
-
-async def _run_sync_in_daemon(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
-    """Run a blocking handler on its own daemon thread, so a hang cannot block the event loop's shutdown."""
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[Any] = loop.create_future()
-    ctx = contextvars.copy_context()
-
-    def settle(ok: bool, value: Any) -> None:
-        if not future.done():
-            future.set_result(value) if ok else future.set_exception(value)
-
-    def work() -> None:
-        try:
-            result, ok = ctx.run(fn, **kwargs), True
-        except BaseException as exc:  # handed to the awaiting coroutine, not swallowed
-            result, ok = exc, False
-        # RuntimeError: the turn already moved on (timeout) and its loop is closed.
-        with contextlib.suppress(RuntimeError):
-            loop.call_soon_threadsafe(settle, ok, result)
-
-    threading.Thread(target=work, name="kb-agent-tool", daemon=True).start()
-    return await future
 
 
 class ToolExecutor:
@@ -202,17 +179,19 @@ class ToolExecutor:
         emit: Emit | None = None,
         *,
         approver: Approver | None = None,
+        reviewed: dict[str, ToolOutcome] | None = None,
     ) -> list[ToolOutcome]:
-        """Synchronous entry point (``graph.invoke``): runs :meth:`arun` on a private event loop.
+        """Synchronous entry point (``graph.invoke``): runs :meth:`arun` on this thread's event loop.
 
         Approvals are asked here, in the caller's thread, so an ``interrupt()`` sees the graph's run.
         """
-        reviewed = self.review(calls, context, approver, emit)
+        if reviewed is None:
+            reviewed = self.review(calls, context, approver, emit)
         work_on = self.arun(calls, context, emit, reviewed=reviewed)
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(work_on)
+            return run_on_thread_loop(work_on)
         # Called from inside a running loop (e.g. a notebook): use a helper thread with its own loop.
         box: dict[str, Any] = {}
         ctx = contextvars.copy_context()
@@ -302,7 +281,7 @@ class ToolExecutor:
         if spec.is_async:
             pending: Any = spec.handler(**kwargs)
         else:
-            pending = _run_sync_in_daemon(spec.handler, kwargs)
+            pending = run_on_daemon_worker(spec.handler, kwargs)
         result = await asyncio.wait_for(pending, timeout=self._timeout_for(call))
         if inspect.isawaitable(result):  # a sync-looking handler that returned a coroutine
             result = await asyncio.wait_for(result, timeout=self._timeout_for(call))

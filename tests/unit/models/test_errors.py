@@ -37,6 +37,15 @@ def test_connection_error(ctx: Settings) -> None:
     assert err is not None and "cannot reach" in str(err) and "KB_AGENT_BASE_URL" in str(err)
 
 
+def test_a_connection_dropped_mid_answer_says_so_not_cannot_reach(ctx: Settings) -> None:
+    broken = openai.APIConnectionError(request=_request())
+    broken.__cause__ = httpx.ReadError("[Errno 104] Connection reset by peer")
+    err = describe_model_error(broken, ctx)
+    assert err is not None and str(err) == (
+        f"the model endpoint {URL} dropped the connection before its answer was complete; try again"
+    )
+
+
 def test_authentication_names_the_key_variable(ctx: Settings) -> None:
     err = describe_model_error(_status(openai.AuthenticationError, 401), ctx)
     assert err is not None and "rejected the API key" in str(err) and "KB_AGENT_API_KEY" in str(err)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 from collections.abc import Iterator
@@ -11,7 +12,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from models import ScriptedChatModel, tool_call
 from models.offline import OfflineChatModel
-from nodes.query_planning import QueryPlan, plan_queries, retrieve_planned
+from nodes.node_io import arun_steps
+from nodes.query_planning import QueryPlan, plan_queries, planned_queries, retrieve_planned
 from stores.base import Passage
 
 CHROMA_TURN: list[BaseMessage] = [
@@ -27,6 +29,23 @@ def release() -> Iterator[threading.Event]:
     event = threading.Event()
     yield event
     event.set()
+
+
+def test_awaited_planning_gives_the_blocking_plan_and_times_out_the_same() -> None:
+    """Under ainvoke the rewrite and decomposition calls are awaited (nodes/node_io.py drives them)."""
+    replies = ['{"query": "Chroma 服务器的默认端口是多少？"}', '{"queries": ["Chroma 默认端口", "Chroma 服务器"]}']
+    blocking = plan_queries(FOLLOW_UP, CHROMA_TURN, ScriptedChatModel(replies), decompose=True)
+    steps = planned_queries(FOLLOW_UP, CHROMA_TURN, ScriptedChatModel(replies), decompose=True)
+    assert asyncio.run(arun_steps(steps)) == blocking
+    assert blocking.sub_queries == ["Chroma 默认端口", "Chroma 服务器"] and blocking.model_calls == 2
+
+    class Slow(ScriptedChatModel):
+        async def ainvoke(self, *args: object, **kwargs: object) -> AIMessage:
+            await asyncio.sleep(5)
+            raise AssertionError("not cancelled")
+
+    late = asyncio.run(arun_steps(planned_queries(FOLLOW_UP, CHROMA_TURN, Slow([]), timeout=0.05)))
+    assert late.standalone == FOLLOW_UP and late.fallbacks == ["rewrite:timeout"]
 
 
 def test_follow_up_is_rewritten_into_a_standalone_query() -> None:

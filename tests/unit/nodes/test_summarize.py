@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import time
 import uuid
@@ -171,7 +172,7 @@ def test_split_rounds_starts_each_round_at_a_user_message() -> None:
 
 def _run(state: State, ctx: Settings | None = None, **kwargs: Any) -> tuple[dict[str, Any], list[AnyMessage]]:
     node = make_summarize(builtin_registry(), **kwargs)
-    update = node(state, Runtime(context=ctx or Settings()))
+    update = node.invoke(state, runtime=Runtime(context=ctx or Settings()))
     after = add_messages(list(state.messages), update["messages"]) if "messages" in update else state.messages
     return update, list(after)
 
@@ -271,6 +272,26 @@ def test_a_failing_summary_model_keeps_the_old_summary_and_every_message(kind: s
     assert time.perf_counter() - started < 1.5
 
 
+def test_a_model_summary_folds_the_same_under_invoke_and_ainvoke() -> None:
+    """The async path awaits the summary model (no thread held) and makes the same update."""
+    good = "Discussed:\n- port 5432\nDecided:\n- (none)\nDone:\n- calculator(2+2) → 4"
+    state = State(messages=_conversation([1] * 8, [80] * 8))
+    updates = []
+    for run in ("invoke", "ainvoke"):
+        model = ScriptedChatModel([good])
+        node = make_summarize(builtin_registry(), model, settings=HistoryLimits.resolve(1_500))
+        runtime = Runtime(context=Settings())
+        if run == "invoke":
+            updates.append(node.invoke(state, runtime=runtime))
+        else:
+            updates.append(asyncio.run(node.ainvoke(state, runtime=runtime)))
+        assert len(model.calls) == 1
+    blocking, awaited = updates
+    assert blocking["summary"] == awaited["summary"] == good
+    assert blocking["summary_covers"] == awaited["summary_covers"]
+    assert [m.id for m in blocking["messages"]] == [m.id for m in awaited["messages"]] != []
+
+
 def test_a_failed_summary_is_tried_once_per_turn_not_once_per_model_round() -> None:
     calls: list[int] = []
 
@@ -280,11 +301,11 @@ def test_a_failed_summary_is_tried_once_per_turn_not_once_per_model_round() -> N
 
     state = State(messages=_conversation([1] * 8, [80] * 8))
     node = make_summarize(builtin_registry(), summarizer=failing, settings=HistoryLimits.resolve(1_500))
-    assert node(state, Runtime(context=Settings())) == {}
-    assert node(state, Runtime(context=Settings())) == {}
+    assert node.invoke(state, runtime=Runtime(context=Settings())) == {}
+    assert node.invoke(state, runtime=Runtime(context=Settings())) == {}
     assert len(calls) == 1
     later = State(messages=[*state.messages, AIMessage("a", id="a-x"), HumanMessage("next", id="h-next")])
-    assert node(later, Runtime(context=Settings())) == {} and len(calls) == 2
+    assert node.invoke(later, runtime=Runtime(context=Settings())) == {} and len(calls) == 2
 
 
 @pytest.mark.parametrize(
