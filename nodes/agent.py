@@ -1,7 +1,8 @@
 """``agent``: the model decides — answer now, or ask for tools.
 
 The budget is checked before every request, the model is told what is left, and retrieved passages,
-recalled memories and the running summary reach it as marked data blocks in the system prompt.
+recalled memories and the running summary reach it as marked data blocks, laid out by
+:func:`nodes.history.request` so that consecutive requests share a long prefix.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, SystemMessage
+from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 
 from graph.context import Context, run_settings
@@ -22,10 +23,9 @@ from graph.state import State
 from models import get_chat_model
 from models.errors import ModelError, describe_model_error
 from models.tokens import calibration, count_message_tokens, count_tool_tokens, estimate_tokens
-from nodes import prompts
+from nodes import history, prompts
 from nodes.budget import Budget
 from nodes.conversation import current_question, language, run_label, unsummarised
-from nodes.history import wire_history
 from nodes.tool_choice import offered_definitions
 from tools.nesting import without_deep_calls
 from tools.registry import ToolRegistry
@@ -87,14 +87,13 @@ def make_agent(
                 "stop_reason": reason,
             }
 
-        system = prompts.system_prompt(
-            lang,
+        request = history.request(
+            unsummarised(state.messages, state.summary_covers),
             remaining=budget.remaining(counters),
             summary=state.summary,
             memories=state.memories,
             passages=state.passages,
         )
-        request = [SystemMessage(system), *wire_history(unsummarised(state.messages, state.summary_covers))]
         chat = model or get_chat_model(ctx)
         definitions = offered_definitions(registry, state.messages, ctx)
         bound = chat.bind_tools(definitions) if definitions else chat
