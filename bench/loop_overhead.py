@@ -37,12 +37,16 @@ Invoke = Callable[[], dict[str, Any]]
 
 
 def make_script(rounds: int) -> Callable[[list[BaseMessage], list[dict[str, Any]]], AIMessage]:
-    """Ask for ``calculator`` until ``rounds`` tool results follow the last question, then answer."""
+    """Ask for ``calculator`` until ``rounds`` tool results follow the last question, then answer.
+
+    A user message right after tool results is not a question: kb-agent sends its budget note that way.
+    """
 
     def script(messages: list[BaseMessage], tools: list[dict[str, Any]]) -> AIMessage:
         since_human = 0
-        for message in reversed(messages):
-            if isinstance(message, HumanMessage):
+        for i in range(len(messages) - 1, -1, -1):
+            message = messages[i]
+            if isinstance(message, HumanMessage) and not (i and isinstance(messages[i - 1], ToolMessage)):
                 break
             since_human += isinstance(message, ToolMessage)
         if since_human < rounds:

@@ -9,9 +9,13 @@ request (tools, then messages, serialised as sent) that is a common prefix with 
 - between turns (round 1 of turn n after the last round of turn n-1), until the first fold.
 
 and what a provider would bill with a cached-token discount (``--discount``, e.g. 0.9 = cached tokens cost
-10 %): the mean billed share of prompt tokens.
+10 %; several values give one figure each): ``billed_share_mean``, the mean over requests after the first of
+``1 - share × discount``, and ``billed_share_thread``, the whole thread's billed prompt characters over its
+prompt characters (the first request, uncached, included; long requests weigh more). Shares are of
+characters, a stand-in for tokens; a real provider caches in blocks (e.g. 64 or 128 tokens, from 1,024 up),
+which rounds each cached prefix down a little.
 
-    python bench/prefix_cache.py [--turns 12] [--discount 0.9] [--json out.json]
+    python bench/prefix_cache.py [--turns 12] [--discount 0.9 0.5] [--json out.json]
 """
 
 from __future__ import annotations
@@ -47,17 +51,23 @@ QUESTIONS = [
 
 def script(body: dict[str, Any]) -> ScriptedReply:
     """A tool call for a new question, an answer after a tool result; query rewriting keeps the question."""
-    last = body["messages"][-1]
+    messages = body["messages"]
+    last = messages[-1]
     if "tools" not in body:  # the retrieve node's query rewrite
         return ScriptedReply(content=json.dumps({"query": last["content"][-200:]}, ensure_ascii=False))
-    if last["role"] == "tool":
-        return ScriptedReply(content=f"The result is {last['content']}. It depends on the passages [rag.md#0].")
+    result = next((m for m in messages[-2:] if m["role"] == "tool"), None)  # a budget note may follow it
+    if result is not None:
+        return ScriptedReply(
+            content=f"The result is {result['content']}. It depends on the passages [rag.md#0]."
+        )
     return ScriptedReply(tool_calls=[{"name": "calculator", "arguments": {"expression": "6*7"}, "id": None}])
 
 
 def serialised(body: dict[str, Any]) -> str:
     """The request as a provider's prefix cache sees it: tool definitions first, then the messages."""
-    return json.dumps(body.get("tools", []), ensure_ascii=False) + json.dumps(body["messages"], ensure_ascii=False)
+    return json.dumps(body.get("tools", []), ensure_ascii=False) + json.dumps(
+        body["messages"], ensure_ascii=False
+    )
 
 
 def prefix_share(previous: str, current: str) -> float:
@@ -104,22 +114,33 @@ def run(turns: int) -> list[tuple[int, dict[str, Any]]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=12)
-    parser.add_argument("--discount", type=float, default=0.9, help="price cut of cached prompt tokens")
+    parser.add_argument(
+        "--discount", type=float, nargs="+", default=[0.9], help="price cut of cached prompt tokens"
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     requests = run(args.turns)
-    within, between, billed = [], [], []
+    sizes = [len(serialised(body)) for _, body in requests]
+    within, between, shares = [], [], []
     for (turn_a, a), (turn_b, b) in itertools.pairwise(requests):
         share = prefix_share(serialised(a), serialised(b))
         (within if turn_a == turn_b else between).append(share)
-        billed.append(1 - share * args.discount)
-    result = {
+        shares.append(share)
+    result: dict[str, Any] = {
         "requests": len(requests),
         "within_turn_median": statistics.median(within) if within else None,
+        "within_turn_min": min(within) if within else None,
         "between_turns_median": statistics.median(between) if between else None,
-        "billed_share_mean": statistics.mean(billed) if billed else None,
-        "discount": args.discount,
+        "between_turns_min": min(between) if between else None,
     }
+    cached = [0.0] + [share * size for share, size in zip(shares, sizes[1:], strict=True)]
+    for discount in args.discount:
+        result[f"billed_share_mean@{discount:g}"] = (
+            statistics.mean(1 - share * discount for share in shares) if shares else None
+        )
+        result[f"billed_share_thread@{discount:g}"] = sum(
+            size - c * discount for size, c in zip(sizes, cached, strict=True)
+        ) / sum(sizes)
     print(json.dumps(result, indent=2))
     if args.json:
         args.json.write_text(json.dumps(result, indent=2), encoding="utf-8")

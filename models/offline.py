@@ -18,6 +18,7 @@ from langchain_core.outputs import ChatGenerationChunk
 
 from models import intents, kb_intents, memory_intents, summary, tool_intents
 from models.local import LocalChatModel, openai_tools
+from models.request_reading import read_request
 from models.tokens import count_message_tokens, estimate_tokens, has_cjk
 
 OFFLINE_MODEL_NAME = "kb-agent-offline"
@@ -48,6 +49,7 @@ class OfflineChatModel(LocalChatModel):
 
     def decide(self, messages: Sequence[BaseMessage], tools: Sequence[Any] | None = None) -> AIMessage:
         """The next assistant message for this conversation (tool calls or a final answer)."""
+        sent, messages = messages, read_request(messages)
         names = _tool_names(tools)
         start = _last_human(messages)
         question = messages[start].text if start >= 0 else ""
@@ -101,15 +103,15 @@ class OfflineChatModel(LocalChatModel):
                 }
                 for step in rounds[len(asked)]
             ]
-            return self._message("", tool_calls=calls, messages=messages)
+            return self._message("", tool_calls=calls, messages=sent)
         if executed:
-            return self._message(self._compose(question, executed), messages=messages)
+            return self._message(self._compose(question, executed), messages=sent)
         reply = (
             tool_intents.unavailable_reply(question, names)
             or memory_intents.memory_reply(question, messages)
             or kb_intents.knowledge_reply(question, messages, names)
         )
-        return self._message(reply or intents.capabilities_reply(question, names), messages=messages)
+        return self._message(reply or intents.capabilities_reply(question, names), messages=sent)
 
     @staticmethod
     def _compose(question: str, executed: list[tuple[str, dict[str, Any], str, str]]) -> str:

@@ -1,7 +1,8 @@
 """``agent``: the model decides — answer now, or ask for tools.
 
 The budget is checked before every request, the model is told what is left, and retrieved passages,
-recalled memories and the running summary reach it as marked data blocks in the system prompt.
+recalled memories and the running summary reach it as marked data blocks, laid out by
+:func:`nodes.history.request` so that consecutive requests share a long prefix.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import uuid
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import Runnable
 from langgraph.runtime import Runtime
 
@@ -25,10 +26,9 @@ from models.deadline import ModelTimeout, await_with_deadline, call_with_deadlin
 from models.errors import ModelError, describe_model_error
 from models.local import LocalChatModel
 from models.tokens import calibration, count_message_tokens, count_tool_tokens, estimate_tokens
-from nodes import prompts
+from nodes import history, prompts
 from nodes.budget import Budget
 from nodes.conversation import current_question, language, run_label, unsummarised
-from nodes.history import wire_history
 from nodes.node_io import IO, Node, Steps, dual_node
 from nodes.tool_choice import offered_definitions
 from tools.nesting import without_deep_calls
@@ -93,14 +93,13 @@ def make_agent(
                 "stop_reason": reason,
             }
 
-        system = prompts.system_prompt(
-            lang,
+        request = history.request(
+            unsummarised(state.messages, state.summary_covers),
             remaining=budget.remaining(counters),
             summary=state.summary,
             memories=state.memories,
             passages=state.passages,
         )
-        request = [SystemMessage(system), *wire_history(unsummarised(state.messages, state.summary_covers))]
         chat = model or get_chat_model(ctx)
         definitions = offered_definitions(registry, state.messages, ctx)
         bound = chat.bind_tools(definitions) if definitions else chat

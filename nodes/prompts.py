@@ -1,4 +1,8 @@
-"""Prompts, Chinese and English side by side; the question's language picks one."""
+"""Prompts, Chinese and English side by side; the question's language picks one.
+
+The agent's rules are the exception: the thread's first question picks their language, so that the leading
+system message stays byte-identical across the turns of a thread (a provider's prefix cache, issue #15).
+"""
 
 from __future__ import annotations
 
@@ -23,9 +27,12 @@ SYSTEM = {
     ),
 }
 
+# The volatile status the model gets last in every request (``nodes.history.request``), in a tag of its
+# own so that it does not read as something the user said.
 BUDGET = {
-    "zh": "本轮剩余预算：模型轮数 {rounds}，工具调用 {tool_calls} 次，token 约 {tokens}，时间约 {seconds} 秒。",
-    "en": "Budget left this turn: {rounds} model rounds, {tool_calls} tool calls, ~{tokens} tokens, ~{seconds} s.",
+    "zh": "<剩余预算>本轮剩余预算：模型轮数 {rounds}，工具调用 {tool_calls} 次，token 约 {tokens}，时间约 {seconds} 秒。</剩余预算>",
+    "en": "<budget_left>Budget left this turn: {rounds} model rounds, {tool_calls} tool calls, ~{tokens} tokens, "
+    "~{seconds} s.</budget_left>",
 }
 SUMMARY = {
     "zh": "<对话摘要>\n{summary}\n</对话摘要>",
@@ -45,18 +52,19 @@ EMPTY_QUESTION = {
 }
 
 
-def system_prompt(
-    lang: str,
-    *,
-    remaining: dict[str, Any],
-    summary: str = "",
-    memories: list[dict[str, Any]] | None = None,
-    passages: list[dict[str, Any]] | None = None,
+def rules_prompt(lang: str, summary: str = "", summary_lang: str | None = None) -> str:
+    """The leading system message: the rules, then the running summary (both change only at a fold),
+    marked in ``summary_lang``, the summary's own language (default ``lang``)."""
+    if not summary:
+        return SYSTEM[lang]
+    return f"{SYSTEM[lang]}\n\n{SUMMARY[summary_lang or lang].format(summary=summary)}"
+
+
+def turn_context(
+    lang: str, memories: list[dict[str, Any]] | None = None, passages: list[dict[str, Any]] | None = None
 ) -> str:
-    """The system message for one model request: rules, budget left, then the marked data blocks."""
-    parts = [SYSTEM[lang], BUDGET[lang].format(**remaining)]
-    if summary:
-        parts.append(SUMMARY[lang].format(summary=summary))
+    """This turn's marked data blocks: recalled memories, then retrieved passages ("" when there are none)."""
+    parts = []
     if memories:
         items = "\n".join(
             f"- [{m.get('id', '')}] ({m.get('memory_type', 'semantic')}) {m.get('content', '')}"
@@ -67,6 +75,30 @@ def system_prompt(
         items = "\n".join(f"[{p.get('id')}] {p.get('text', '')}" for p in passages)
         parts.append(PASSAGES[lang].format(items=items))
     return "\n\n".join(parts)
+
+
+def budget_note(lang: str, remaining: dict[str, Any]) -> str:
+    """What is left of this turn's budget: the one part of a request that changes every round."""
+    return BUDGET[lang].format(**remaining)
+
+
+def system_prompt(
+    lang: str,
+    *,
+    remaining: dict[str, Any],
+    summary: str = "",
+    memories: list[dict[str, Any]] | None = None,
+    passages: list[dict[str, Any]] | None = None,
+) -> str:
+    """Every text the application adds to a request, joined: what the summarize node's token accounts
+    measure. :func:`nodes.history.request` lays the same parts out for sending."""
+    parts = [
+        rules_prompt(lang, summary),
+        turn_context(lang, memories, passages),
+        budget_note(lang, remaining),
+    ]
+    return "\n\n".join(part for part in parts if part)
+
 
 # Query planning (nodes/query_planning.py): a standalone query, and sub-queries of a complex question.
 REWRITE_PROMPT = {

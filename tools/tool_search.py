@@ -246,12 +246,16 @@ def select_tools(
     loaded: Iterable[str] = (),
     search: ToolSearch | None = None,
 ) -> list[ToolSpec]:
-    """The tools to bind for this round, in catalog order (a stable prefix helps prompt caching).
+    """The tools to bind for this round, in an order that keeps the request's prefix (issue #15).
 
-    A catalog of at most ``k`` allowed tools that are not always on is bound whole, without searching (nor
-    ``find_tools``, which would have nothing to find). Otherwise: every ``always_on`` tool, the ``loaded`` ones the model found
-    with ``find_tools`` earlier in the turn, then the best search hits until ``k`` tools that are not
-    always on; ``find_tools`` itself is bound when it is registered.
+    A catalog of at most ``k`` allowed tools that are not always on is bound whole, in catalog order,
+    without searching (nor ``find_tools``, which would have nothing to find). Otherwise: every
+    ``always_on`` tool and ``find_tools`` (the same for every question), then the best search hits for
+    ``query`` up to ``k`` tools that are not always on (the same in every round of a turn: the query is
+    the turn's question), each group in catalog order; the ``loaded`` ones the model found with
+    ``find_tools`` earlier in the turn come last, in the order found. So a round only ever appends
+    tools to the previous round's list, and the tool definitions at the head of a request stay a
+    prefix a provider can reuse.
     """
     specs = list(registry_or_specs)
     visible = [spec for spec in specs if allowed is None or allowed(spec)]
@@ -259,17 +263,16 @@ def select_tools(
     if sum(not spec.always_on for spec in catalog) <= k:
         return catalog
     by_name = {spec.name: spec for spec in catalog}
-    chosen = {spec.name for spec in catalog if spec.always_on}
-    picked = [name for name in dict.fromkeys(loaded) if name in by_name and name not in chosen]
-    chosen.update(picked)
-    need = k - len(picked)
-    if need > 0 and query.strip():
+    fixed = [spec for spec in visible if spec.always_on or spec.name == FIND_TOOLS]
+    hits: set[str] = set()
+    if k > 0 and query.strip():
         index = search if search is not None else search_for(specs)
-        hits = index.search(
-            query, k=need, allowed=lambda spec: spec.name in by_name and spec.name not in chosen
-        )
-        chosen.update(name for name, _ in hits)
-    return [spec for spec in visible if spec.name in chosen or spec.name == FIND_TOOLS]
+        found = index.search(query, k=k, allowed=lambda spec: spec.name in by_name and not spec.always_on)
+        hits = {name for name, _ in found}
+    searched = [spec for spec in catalog if spec.name in hits]
+    chosen = {spec.name for spec in [*fixed, *searched]}
+    later = [by_name[name] for name in dict.fromkeys(loaded) if name in by_name and name not in chosen]
+    return [*fixed, *searched, *later]
 
 
 FIND_TOOLS_DESCRIPTION = (

@@ -43,8 +43,13 @@ def ask(g: Any, text: str, thread: str, user: str) -> dict[str, Any]:
 
 
 def system_prompt(call: list[BaseMessage]) -> str:
+    """What one request told the model besides the conversation: the rules (the one system message) and
+    the turn's data, appended to the question's user message."""
     assert isinstance(call[0], SystemMessage)
-    return str(call[0].content)
+    assert not any(isinstance(m, SystemMessage) for m in call[1:])
+    question = call[-1]  # these turns answer in one round: the question is the request's last message
+    assert isinstance(question, HumanMessage)
+    return f"{call[0].text}\n\n{question.text}"
 
 
 @pytest.mark.parametrize("background", [False, True], ids=["inline", "background"])

@@ -269,7 +269,7 @@ def test_a_killed_server_fails_that_call_and_is_restarted_on_the_next(tmp_path: 
     killed: list[int] = []
 
     def kill_then_ask(messages: list[BaseMessage], tools: list[dict[str, Any]]) -> AIMessage:
-        pid = int(messages[-1].content)
+        pid = int([m for m in messages if isinstance(m, ToolMessage)][-1].content)  # whoami's answer
         os.kill(pid, signal.SIGKILL)
         killed.append(pid)
         return AIMessage("", tool_calls=[tool_call("echo", {"text": "still there?"})])

@@ -115,7 +115,8 @@ def test_tool_loop_round_trips_through_the_real_client(serve: Serve, graph: Comp
     # Not streamed: invoke() without a messages-mode stream asks for a plain completion.
     assert first["model"] == MODEL and not first.get("stream")
     assert [m["role"] for m in first["messages"]] == ["system", "user"]
-    assert first["messages"][1]["content"] == "What is 123 * 456?"
+    # The question, then (the turn's first round) the budget note: the only part every round changes.
+    assert first["messages"][1]["content"].startswith("What is 123 * 456?\n\n<budget_left")
     for request in server.requests:
         _assert_system_first(request)
 
@@ -149,8 +150,9 @@ def test_tool_loop_round_trips_through_the_real_client(serve: Serve, graph: Comp
     assert call["function"]["name"] == "calculator"
     assert json.loads(call["function"]["arguments"]) == {"expression": "123 * 456"}
     assert tool == {"role": "tool", "tool_call_id": "call_calc_1", "content": "56088"}
-    assert msgs[i + 2 :] == []
-    assert [m["role"] for m in msgs] == ["system", "user", "assistant", "tool"]
+    assert msgs[i + 2]["role"] == "user" and msgs[i + 2]["content"].startswith("<budget_left")
+    assert msgs[i + 3 :] == []
+    assert [m["role"] for m in msgs] == ["system", "user", "assistant", "tool", "user"]
 
     tool_msgs = _tool_messages(result["messages"])
     assert [(t.tool_call_id, t.content, t.status) for t in tool_msgs] == [("call_calc_1", "56088", "success")]
@@ -266,7 +268,7 @@ def test_budget_tokens_are_the_endpoints_reported_usage(
     if usages == [(11, 7), (11, 7)]:
         assert expected == 36  # the fixture's default: 18 per call
     # Later requests tell the model what is left, from the real usage.
-    assert f"~{200_000 - sum(usages[0])} tokens" in server.requests[1]["messages"][0]["content"]
+    assert f"~{200_000 - sum(usages[0])} tokens" in server.requests[1]["messages"][-1]["content"]
 
 
 # --------------------------------------------------------------------------- 4. parallel calls
@@ -298,10 +300,10 @@ def test_two_tool_calls_in_one_reply_get_two_results_in_call_order(
     _assert_every_call_answered(result["messages"])
 
     msgs = server.requests[1]["messages"]
-    assert [m["role"] for m in msgs] == ["system", "user", "assistant", "tool", "tool"]
+    assert [m["role"] for m in msgs] == ["system", "user", "assistant", "tool", "tool", "user"]
     assert [c["id"] for c in msgs[2]["tool_calls"]] == ["call_first", "call_second"]
     assert [c["function"]["name"] for c in msgs[2]["tool_calls"]] == ["calculator", "get_current_date"]
-    assert [m["tool_call_id"] for m in msgs[3:]] == ["call_first", "call_second"]
+    assert [m["tool_call_id"] for m in msgs[3:5]] == ["call_first", "call_second"]
     assert msgs[3]["content"] == "42"
     assert json.loads(msgs[4]["content"])["date"] == json.loads(tool_msgs[1].content)["date"]
 
@@ -341,7 +343,7 @@ def test_malformed_json_arguments_become_an_error_result_and_the_loop_goes_on(
 
     # The model's next request carries that error, right after the call it answers.
     msgs = server.requests[1]["messages"]
-    assert [m["role"] for m in msgs] == ["system", "user", "assistant", "tool"]
+    assert [m["role"] for m in msgs] == ["system", "user", "assistant", "tool", "user"]
     assert [c["id"] for c in msgs[2]["tool_calls"]] == ["call_bad_json"]
     assert msgs[3]["tool_call_id"] == "call_bad_json"
     assert "not valid JSON" in msgs[3]["content"]

@@ -103,7 +103,7 @@ def test_model_is_told_the_budget_left() -> None:
         [AIMessage("", tool_calls=[tool_call("calculator", {"expression": "2+2"})]), "4"]
     )
     _run(model, Settings(max_rounds=5, max_tool_calls=7))
-    first, second = model.calls[0][0].content, model.calls[1][0].content
+    first, second = model.calls[0][-1].content, model.calls[1][-1].content  # the note comes last
     assert "5 model rounds, 7 tool calls" in first
     assert "4 model rounds, 6 tool calls" in second
 

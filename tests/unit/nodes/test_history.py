@@ -7,7 +7,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from graph import build_graph
 from models import ScriptedChatModel, tool_call
-from nodes.history import INTERRUPTED, wire_history
+from nodes import prompts
+from nodes.history import INTERRUPTED, request, wire_history
 
 
 def test_well_formed_history_is_unchanged() -> None:
@@ -66,3 +67,32 @@ def test_a_turn_after_a_crashed_turn_sends_a_repaired_history() -> None:
     sent = model.calls[0]
     assert [getattr(m, "tool_call_id", m.type) for m in sent[1:]] == ["human", "ai", "lost", "human", "human"]
     assert result["messages"][-1].content == "fine"
+
+
+REMAINING = {"rounds": 9, "tool_calls": 19, "tokens": 199_000, "seconds": 299.0}
+PASSAGES = [{"id": "a.md#0", "text": "Threads are kept in SQLite."}]
+
+
+def test_request_gives_the_turns_blocks_to_the_current_question_only() -> None:
+    call = tool_call("calculator", {"expression": "1+1"}, id="c1")
+    thread = [
+        HumanMessage("first question"),
+        AIMessage("first answer"),
+        HumanMessage("where are threads kept?"),
+        AIMessage("", tool_calls=[call]),
+        ToolMessage("2", tool_call_id="c1"),
+    ]
+    sent = request(thread, remaining=REMAINING, passages=PASSAGES)
+    assert [m.type for m in sent] == ["system", "human", "ai", "human", "ai", "tool", "human"]
+    assert sent[1].content == "first question" and sent[5].content == "2"
+    assert sent[3].content.startswith("where are threads kept?\n\n<retrieved_passages")
+    assert "SQLite" in sent[3].content and "SQLite" not in sent[6].content
+    assert sent[6].content == prompts.budget_note("en", REMAINING)
+
+
+def test_request_adds_text_parts_to_a_multipart_question() -> None:
+    question = HumanMessage(content=[{"type": "text", "text": "where are threads kept?"}])
+    [_, sent] = request([question], remaining=REMAINING, passages=PASSAGES)
+    parts = sent.content
+    assert parts[0] == question.content[0] and len(parts) == 3
+    assert "SQLite" in parts[1]["text"] and "Budget left" in parts[2]["text"]
