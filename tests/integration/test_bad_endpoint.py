@@ -19,6 +19,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from graph.builder import build_graph
 from graph.settings import Settings
 from models.errors import ModelError
+from models.request_reading import split_appended
 from tests.fixtures.openai_server import OpenAIServer, ScriptedReply
 from tools.builtin import builtin_registry
 
@@ -40,7 +41,8 @@ RUNS = [
 
 
 def _reply(body: dict[str, Any]) -> ScriptedReply:
-    question = next(m["content"] for m in reversed(body["messages"]) if m["role"] == "user")
+    sent = next(m["content"] for m in reversed(body["messages"]) if m["role"] == "user")
+    question, _blocks = split_appended(sent)  # the turn's budget note travels after the question
     if question.startswith("slow"):
         return ScriptedReply(content="too late", delay=SLOW)
     if question.startswith("drop"):
