@@ -10,9 +10,9 @@ from typing import Any
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from cli.progress import ingest_bar
 from cli.terminal import json_text, shown
 from graph.open_stores import open_knowledge_base as open_kb
 from graph.settings import Settings
@@ -76,15 +76,9 @@ def ingest(
         _fail(f"no such file or folder: {', '.join(missing)}", 2)
     settings = Settings()
     group_list = [g.strip() for g in groups.split(",") if g.strip()] if groups else None
-    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
     try:
         kb = open_knowledge_base(settings, create=True)
-        with Progress(*columns, console=err, transient=True, disable=as_json) as progress:
-            task = progress.add_task("ingesting", total=None)
-
-            def report(source: str, done: int, total: int) -> None:
-                progress.update(task, description=f"ingesting {source[-50:]}", completed=done, total=total)
-
+        with ingest_bar(err, "ingesting") as report:  # on stderr: with --json too, stdout stays the report
             result = kb.ingest(paths, groups=group_list, prune=prune, progress=report)
     except Exception as exc:
         if full := disk_full(exc, settings.data_dir):
@@ -187,7 +181,8 @@ def _beir_index(folder: Path, ctx: Settings) -> tuple[Any, list[Any], list[str],
         bm25_weight=ctx.bm25_weight,
         chunk_tokens=EVAL_CHUNK_TOKENS,
     )
-    kb.ingest([docs])
+    with ingest_bar(err, "indexing the eval corpus") as report:
+        kb.ingest([docs], progress=report)
     id_map = {p.name.removesuffix(".id"): p.read_text(encoding="utf-8") for p in docs.glob("*.id")}
     return kb, queries, problems, id_map
 

@@ -162,17 +162,23 @@ class BM25Index:
     # -- writes ----------------------------------------------------------------------------------
     def upsert(self, items: Sequence[tuple[str, str, frozenset[str] | Sequence[str]]]) -> None:
         """Index ``(chunk_id, text, groups)`` triples, replacing any earlier text of the same ids."""
-        prepared: list[tuple[str, list[str], frozenset[str]]] = []
-        for chunk_id, text, groups in items:  # validate and tokenize everything before changing anything
-            if not isinstance(chunk_id, str) or not chunk_id:
-                raise ValueError(f"chunk id must be a non-empty string, got {chunk_id!r}")
+        for chunk_id, text, _ in items:  # validate everything before changing anything
             if not isinstance(text, str):
                 raise TypeError(f"text of {chunk_id!r} must be a string, got {type(text).__name__}")
+        self.upsert_terms([(chunk_id, tokenize(text), groups) for chunk_id, text, groups in items])
+
+    def upsert_terms(self, items: Sequence[tuple[str, list[str], frozenset[str] | Sequence[str]]]) -> None:
+        """``upsert`` with texts already tokenized by ``stores.text_analysis.tokenize``: ingest tokenizes
+        in its reading thread, while the embedder runs, and hands the terms over."""
+        prepared: list[tuple[str, list[str], frozenset[str]]] = []
+        for chunk_id, terms, groups in items:
+            if not isinstance(chunk_id, str) or not chunk_id:
+                raise ValueError(f"chunk id must be a non-empty string, got {chunk_id!r}")
             _check_groups(groups)
             groupset = frozenset(groups)
             if not all(isinstance(group, str) for group in groupset):
                 raise TypeError(f"groups of {chunk_id!r} must be strings, got {sorted(map(repr, groupset))}")
-            prepared.append((chunk_id, tokenize(text), groupset))
+            prepared.append((chunk_id, terms, groupset))
         if not prepared:
             return
         with self._lock:

@@ -4,6 +4,7 @@ Modules, each importing only those above it in this list (so there is no import 
 
 - :mod:`~stores.knowledge.groups`: access-group names and the Chroma flags that encode them;
 - :mod:`~stores.knowledge.index`: the three stores (Chroma, BM25, manifest) and keeping them in step;
+- :mod:`~stores.knowledge.reading`: the thread of ingest that loads, chunks and tokenizes files ahead;
 - :mod:`~stores.knowledge.ingest`: files into the index; :mod:`~stores.knowledge.search`: queries out;
 - :mod:`~stores.knowledge.knowledge_base`: :class:`KnowledgeBase`, the one object callers open.
 
@@ -12,7 +13,7 @@ Callers import from here: ``from stores.knowledge import KnowledgeBase``.
 
 from stores.knowledge.groups import DEFAULT_GROUPS, clean_groups, group_filter, group_key
 from stores.knowledge.index import KnowledgeIndex
-from stores.knowledge.ingest import EMBED_BATCH, IngestReport, Progress
+from stores.knowledge.ingest import EMBED_BATCH, WRITE_BATCH, IngestProgress, IngestReport, Progress
 from stores.knowledge.knowledge_base import KnowledgeBase
 from stores.knowledge.search import (
     FUSIONS,
@@ -36,6 +37,8 @@ __all__ = [
     "NULL_MARGIN",
     "NULL_TEXTS",
     "OVERSAMPLE",
+    "WRITE_BATCH",
+    "IngestProgress",
     "IngestReport",
     "KnowledgeBase",
     "KnowledgeIndex",

@@ -4,29 +4,54 @@ Ingest is idempotent: a file whose content and groups are unchanged costs one ma
 changed file re-embeds only the chunks whose text changed (the others are re-flagged if their groups
 moved). The functions here work on a :class:`~stores.knowledge.index.KnowledgeIndex` and nothing in
 that module imports this one, so the write path can change without touching search or housekeeping.
+
+Three stages overlap, so an ingest runs at about the embedder's speed: a reading thread
+(:mod:`stores.knowledge.reading`) loads, chunks and tokenizes; this thread checks which chunks changed and
+embeds them ``EMBED_BATCH`` at a time, across files; a writing thread stores ``WRITE_BATCH`` chunks per Chroma
+upsert and per BM25 upsert (Chroma pays ~20 ms a call, so per-file writes of small files cost more than their
+embedding). A file is recorded once every chunk of it is written, and all records land in one manifest
+transaction at the end: a crash leaves chunks the manifest does not know, which search never serves and
+the next ingest's ``repair`` removes, never a manifest row without its chunks.
 """
 
 from __future__ import annotations
 
 import contextlib
+from collections import Counter, deque
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from functools import partial
-from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from stores.knowledge.groups import DEFAULT_GROUPS, clean_groups, flag_keys, group_key
+import numpy as np
+
+from stores.knowledge.groups import clean_groups, flag_keys, group_key
+from stores.knowledge.reading import FileJob, Piece, Reader
 from stores.manifest import FileRecord, now_iso
 
 if TYPE_CHECKING:
     from stores.chunking import Chunk
-    from stores.documents import LoadedDocument
     from stores.knowledge.index import KnowledgeIndex
 
-EMBED_BATCH = 32  # chunks per embed_documents call (and per Chroma write)
+EMBED_BATCH = 32  # chunks per embed_documents call: the progress bar moves, a failure loses little
+WRITE_BATCH = 256  # chunks per Chroma upsert and BM25 upsert
+IN_FLIGHT = 2  # write batches handed to the writer at once: the embedder rarely waits, memory stays bounded
 
-Progress = Callable[[str, int, int], None]
+
+@dataclass(frozen=True)
+class IngestProgress:
+    """Where an ingest is; ``chunks_total`` is an estimate (chunks read, plus unread bytes at the rate seen
+    so far) until every file is read, then exact."""
+
+    label: str
+    files_done: int
+    files_total: int
+    chunks_done: int
+    chunks_total: int
+
+
+Progress = Callable[[IngestProgress], None]
 
 
 @dataclass
@@ -49,12 +74,6 @@ class IngestReport:
         )
 
 
-def _tick(progress: Progress | None, done: int, total: int, label: str, pending: int) -> None:
-    """Report ``label`` with files done so far (``pending`` = 1 while the file is still in progress)."""
-    if progress is not None:
-        progress(label, done - pending, total)
-
-
 def ingest(
     index: KnowledgeIndex,
     paths: Sequence[str | Path] | str | Path,
@@ -67,10 +86,10 @@ def ingest(
     """Index files/folders idempotently; ``prune`` drops documents under ``paths`` whose file is gone.
 
     Groups: ``groups`` if given, else the file's sidecar (``read_groups``), else ``["public"]``.
-    ``progress(label, files_done, files_total)`` is called after each file and each embedding batch.
+    ``progress`` gets an :class:`IngestProgress` after each file and each embedding batch.
     A file that cannot be read is reported in ``skipped`` and keeps what it had indexed before.
     """
-    from stores.documents import DocumentError, discover, load, read_groups, shown_path
+    from stores.documents import discover
 
     given = [Path(paths)] if isinstance(paths, str | Path) else [Path(p) for p in paths]
     fixed = clean_groups([groups] if isinstance(groups, str) else groups or [])
@@ -88,59 +107,223 @@ def ingest(
         index.manifest.set_meta(ingesting=now_iso())
         index.refresh()
         records = index.manifest.records()
-        puts: list[FileRecord] = []
-        seen: dict[str, str] = {}  # source -> absolute path, for this call
+        pipeline = _Pipeline(index, report, len(files), progress)
         try:
-            with index.bm25.batch():
-                for done, (file, root) in enumerate(files, 1):
-                    absolute, label = str(file.absolute()), shown_path(file.absolute())
-                    tick = partial(_tick, progress, done, len(files))
-                    try:
-                        doc = load(file, root)
-                        label = doc.source
-                        if doc.source in seen:
-                            raise DocumentError(f"same source {doc.source!r} as {seen[doc.source]}")
-                        seen[doc.source] = absolute
-                        chosen = fixed or clean_groups(read_groups(file, root) or DEFAULT_GROUPS)
-                        old = records.get(doc.source)
-                        _same_source_check(doc.source, old, absolute, root)
-                        if record := _ingest_file(
-                            index,
-                            doc,
-                            chosen,
-                            absolute,
-                            old,
-                            report=report,
-                            tick=tick,
-                            chunk_tokens=chunk_tokens,
-                        ):
-                            puts.append(record)
-                    except DocumentError as exc:
-                        report.skipped.append((shown_path(file), str(exc)))
-                    tick(label, 0)
-                for source in _prunable(records, given, seen) if prune else []:
+            with index.bm25.batch(), Reader(files, records, fixed, chunk_tokens) as reader:
+                pipeline.run(reader)
+                for source in _prunable(records, given, reader.seen) if prune else []:
                     report.chunks_deleted += index.delete_chunks(records[source].chunk_ids)
                     report.removed.append(source)
         finally:  # commit what was fully written, even when a later file's embedding failed
-            index.manifest.apply(puts, report.removed)
-            if puts:
+            pipeline.close()
+            index.manifest.apply(pipeline.puts, report.removed)
+            if pipeline.puts:
                 index.manifest.set_meta(embedder=index.embedder.name, dim=index.embedder.dim)
             index.wrote()
         index.manifest.set_meta(ingesting="")
     return report
 
 
-def _same_source_check(source: str, old: FileRecord | None, path: str, root: Path) -> None:
-    """Refuse a file whose id (its path relative to the ingest root) is another existing file's."""
-    from stores.documents import DocumentError
+@dataclass
+class _Row:
+    """One chunk on its way to the stores; ``vector`` None means its text is stored already (re-flag only)."""
 
-    if old is None or not old.path or old.path == path or not Path(old.path).exists():
-        return  # new, the same file, or the old one moved away: replacing is what the user wants
-    old_root = old.path[: -len(source)].rstrip("/") if old.path.endswith(source) else str(Path(old.path).parent)
-    raise DocumentError(
-        f"{source!r} is already indexed from {old_root}; {root.absolute()} has another file with the same "
-        "relative path, which would replace it. Rename one of them, or ingest both from a common parent folder"
-    )
+    chunk: Chunk
+    terms: list[str]
+    groups: list[str]
+    flags: set[str]  # group flags it holds in Chroma now (cleared when no longer granted)
+    vector: np.ndarray | None
+    bm25: bool  # (re)index in BM25: new text, or the same text with other groups
+
+
+class _Pipeline:
+    """The embedding stage (this thread) and the writing stage (one worker thread) of one ingest."""
+
+    def __init__(
+        self, index: KnowledgeIndex, report: IngestReport, files: int, progress: Progress | None
+    ) -> None:
+        self.index, self.report, self.progress = index, report, progress
+        self.files_total, self.files_done, self.chunks_done = files, 0, 0
+        self.pending: list[tuple[FileJob, Chunk, list[str]]] = []  # read, not yet embedded
+        self.ready: list[tuple[FileJob, _Row]] = []  # embedded, not yet handed to the writer
+        self.jobs: deque[FileJob] = deque()  # files with chunks in the pipeline, in order
+        self.dropped: list[FileJob] = []  # files the reader gave up on part-way: undone at the end
+        self.puts: list[FileRecord] = []  # files fully written: recorded in the manifest at the end
+        self.writer = ThreadPoolExecutor(1, thread_name_prefix="kb-ingest-write")
+        self.in_flight: deque[tuple[Future[None], Counter[FileJob]]] = deque()
+        self.reader: Reader | None = None
+        self.label = ""
+
+    def run(self, reader: Reader) -> None:
+        """Take the reader's events until its end; embed whenever a batch is full or nothing new is read."""
+        self.reader = reader
+        while True:
+            event = reader.get(block=not self.pending)
+            if event is None:  # the reader is behind: embed what there is rather than wait
+                self._embed()
+                continue
+            if isinstance(event, Piece):
+                if not self.jobs or self.jobs[-1] is not event.job:
+                    self.jobs.append(event.job)
+                self.pending.extend((event.job, chunk, terms) for chunk, terms in event.chunks)
+                while len(self.pending) >= EMBED_BATCH:
+                    self._embed()
+                continue
+            kind, payload, *rest = event
+            if kind == "end":
+                break
+            if kind == "error":
+                raise payload
+            if kind == "read":
+                payload.read_all = True
+                self._complete()
+            elif kind == "unchanged":
+                self.report.unchanged.append(payload)
+                self._file_done(payload)
+            elif kind == "skip":
+                reason, job = rest
+                self.report.skipped.append((payload, reason))
+                if job is not None:
+                    self._drop(job)
+                self._file_done(payload)
+        while self.pending:
+            self._embed()
+        self._write()
+        self._settle(0)
+        self._tick(final=True)
+
+    def _embed(self) -> None:
+        """Embed the next ``EMBED_BATCH`` read chunks that are new or changed; queue all of them for writing."""
+        batch, self.pending = self.pending[:EMBED_BATCH], self.pending[EMBED_BATCH:]
+        if not batch:
+            return
+        existing = self.index.collection.get(ids=[c.id for _, c, _ in batch], include=["metadatas"])
+        flags = {
+            cid: flag_keys(meta)
+            for cid, meta in zip(existing["ids"], existing["metadatas"] or [], strict=False)
+        }
+        fresh = [
+            item
+            for item in batch
+            if item[0].old_hashes.get(item[1].id) != item[1].hash or item[1].id not in flags
+        ]
+        vectors = iter(self.index.embedder.embed_documents([c.text for _, c, _ in fresh]) if fresh else [])
+        fresh_ids = {c.id for _, c, _ in fresh}
+        for job, chunk, terms in batch:
+            vector = next(vectors) if chunk.id in fresh_ids else None
+            job.embedded += vector is not None
+            row = _Row(
+                chunk,
+                terms,
+                job.groups,
+                flags.get(chunk.id, set()),
+                vector,
+                vector is not None or job.regrouped,
+            )
+            self.ready.append((job, row))
+        self.chunks_done += len(batch)
+        self.label = batch[-1][0].source
+        self._tick()
+        if len(self.ready) >= WRITE_BATCH:
+            self._write()
+
+    def _write(self) -> None:
+        """Hand the embedded rows to the writer, once fewer than ``IN_FLIGHT`` writes are pending."""
+        if not self.ready:
+            return
+        rows, self.ready = self.ready, []
+        self._settle(IN_FLIGHT - 1)
+        counts = Counter(job for job, _ in rows)
+        self.in_flight.append((self.writer.submit(store_rows, self.index, [row for _, row in rows]), counts))
+
+    def _settle(self, keep: int) -> None:
+        """Count finished writes (raising the writer's error), waiting until at most ``keep`` are pending."""
+        while self.in_flight and (self.in_flight[0][0].done() or len(self.in_flight) > keep):
+            future, counts = self.in_flight.popleft()
+            future.result()
+            for job, n in counts.items():
+                job.written += n
+            self._complete()
+
+    def _complete(self) -> None:
+        """Record the files, in order, whose every chunk is written; drop their chunks that are gone."""
+        while self.jobs and self.jobs[0].read_all and self.jobs[0].written == len(self.jobs[0].ids):
+            job = self.jobs.popleft()
+            current = set(job.ids)
+            self.report.chunks_deleted += self.index.delete_chunks(
+                [c for c in job.old_hashes if c not in current]
+            )
+            self.report.chunks_written += job.embedded
+            (self.report.updated if job.old else self.report.added).append(job.source)
+            self.puts.append(
+                FileRecord(
+                    job.source,
+                    job.content_hash,
+                    job.size,
+                    job.groups,
+                    job.ids,
+                    job.hashes,
+                    now_iso(),
+                    job.path,
+                )
+            )
+            self._file_done(job.source)
+
+    def _drop(self, job: FileJob) -> None:
+        """The reader failed part-way through ``job``: no more of it is embedded; what was written is undone."""
+        job.failed = True
+        self.jobs = deque(j for j in self.jobs if j is not job)
+        self.pending = [item for item in self.pending if item[0] is not job]
+        self.dropped.append(job)
+
+    def _file_done(self, label: str) -> None:
+        self.files_done += 1
+        self.label = label
+        self._tick()
+
+    def _tick(self, final: bool = False) -> None:
+        if self.progress is None:
+            return
+        expected = self.chunks_done if final or self.reader is None else self.reader.chunks_expected()
+        self.progress(
+            IngestProgress(
+                self.label,
+                self.files_done,
+                self.files_total,
+                self.chunks_done,
+                max(expected, self.chunks_done),
+            )
+        )
+
+    def close(self) -> None:
+        """After success or failure: let handed-over writes finish (their files may complete), then undo
+        the chunks of every file that was not completed and did not have them before."""
+        self.writer.shutdown(wait=True)
+        with contextlib.suppress(Exception):  # already failing: the first error is the one to report
+            self._settle(0)
+        for job in [*self.jobs, *self.dropped]:
+            with contextlib.suppress(Exception):
+                self.index.delete_chunks([cid for cid in job.ids if cid not in job.old_hashes])
+
+
+def store_rows(index: KnowledgeIndex, rows: Sequence[_Row]) -> None:
+    """One Chroma upsert for new and changed texts, one update for re-flagged ones, one BM25 upsert."""
+    fresh = [row for row in rows if row.vector is not None]
+    kept = [row for row in rows if row.vector is None]
+    if fresh:
+        index.collection.upsert(
+            ids=[row.chunk.id for row in fresh],
+            embeddings=np.vstack([row.vector for row in fresh]),  # type: ignore[misc]
+            documents=[row.chunk.text for row in fresh],
+            metadatas=[_metadata(row.chunk, row.groups, row.flags) for row in fresh],
+        )
+    if kept:
+        index.collection.update(
+            ids=[row.chunk.id for row in kept],
+            metadatas=[_metadata(row.chunk, row.groups, row.flags) for row in kept],
+        )
+    if terms := [(row.chunk.id, row.terms, row.groups) for row in rows if row.bm25]:
+        index.bm25.upsert_terms(terms)
 
 
 def _prunable(records: dict[str, FileRecord], given: list[Path], seen: dict[str, str]) -> list[str]:
@@ -156,79 +339,33 @@ def _prunable(records: dict[str, FileRecord], given: list[Path], seen: dict[str,
     ]
 
 
-def _ingest_file(
-    index: KnowledgeIndex,
-    doc: LoadedDocument,
-    groups: list[str],
-    path: str,
-    old: FileRecord | None,
-    *,
-    report: IngestReport,
-    tick: Callable[[str, int], None],
-    chunk_tokens: int,
-) -> FileRecord | None:
-    """Write one document's new/changed chunks; returns its manifest record (None if unchanged)."""
-    from stores.chunking import chunk_document
-    from stores.documents import DocumentError
-
-    if old is not None and old.content_hash == doc.content_hash and old.groups == groups:
-        report.unchanged.append(doc.source)
-        return None
-    old_hashes = old.hashes() if old else {}
-    ids: list[str] = []
-    hashes: list[str] = []
-    written = 0
-    chunks = chunk_document(doc, groups, max_tokens=chunk_tokens)
-    try:  # a streamed file or the embedder can fail mid-way: undo the chunks the file did not have
-        while batch := list(islice(chunks, EMBED_BATCH)):
-            ids.extend(chunk.id for chunk in batch)
-            hashes.extend(chunk.hash for chunk in batch)
-            written += write_batch(index, batch, groups, old_hashes, old is not None and old.groups != groups)
-            if len(ids) > EMBED_BATCH:
-                tick(f"{doc.source} ({len(ids)} chunks)", 1)
-    except BaseException:
-        with contextlib.suppress(Exception):
-            index.delete_chunks([cid for cid in ids if cid not in old_hashes])
-        raise
-    if not ids:
-        raise DocumentError("no text to index")
-    report.chunks_written += written
-    current = set(ids)
-    report.chunks_deleted += index.delete_chunks([cid for cid in old_hashes if cid not in current])
-    (report.updated if old else report.added).append(doc.source)
-    return FileRecord(doc.source, doc.content_hash, doc.size, groups, ids, hashes, now_iso(), path)
-
-
 def write_batch(
     index: KnowledgeIndex, batch: list[Chunk], groups: list[str], old_hashes: dict[str, str], regrouped: bool
 ) -> int:
-    """Embed and upsert chunks that are new or changed; only re-flag the others. Returns embeds.
+    """Embed and store one file's chunks outside the pipeline (benchmarks that load chunks without files);
+    returns how many were embedded. Writes Chroma and BM25, not the manifest."""
+    from stores.text_analysis import tokenize
 
-    Writes Chroma and BM25, not the manifest: the caller holds the manifest lock and records the file.
-    """
     existing = index.collection.get(ids=[c.id for c in batch], include=["metadatas"])
     flags = {
         cid: flag_keys(meta) for cid, meta in zip(existing["ids"], existing["metadatas"] or [], strict=False)
     }
     fresh = [c for c in batch if old_hashes.get(c.id) != c.hash or c.id not in flags]
-    fresh_ids = {c.id for c in fresh}
-    kept = [c for c in batch if c.id not in fresh_ids]
-    if fresh:
-        vectors = index.embedder.embed_documents([c.text for c in fresh])
-        index.collection.upsert(
-            ids=[c.id for c in fresh],
-            embeddings=vectors,
-            documents=[c.text for c in fresh],
-            metadatas=[_metadata(c, groups, flags.get(c.id, set())) for c in fresh],
+    vectors = dict(
+        zip([c.id for c in fresh], index.embedder.embed_documents([c.text for c in fresh]), strict=True)
+    )
+    rows = [
+        _Row(
+            c,
+            tokenize(c.text),
+            groups,
+            flags.get(c.id, set()),
+            vectors.get(c.id),
+            c.id in vectors or regrouped,
         )
-    if kept:
-        index.collection.update(
-            ids=[c.id for c in kept],
-            metadatas=[_metadata(c, groups, flags.get(c.id, set())) for c in kept],
-        )
-    rows = fresh + (kept if regrouped else [])
-    if rows:
-        index.bm25.upsert([(c.id, c.text, groups) for c in rows])
+        for c in batch
+    ]
+    store_rows(index, rows)
     return len(fresh)
 
 

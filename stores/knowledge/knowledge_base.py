@@ -84,7 +84,8 @@ class KnowledgeBase:
         """Index files/folders idempotently; ``prune`` drops documents under ``paths`` whose file is gone.
 
         Groups: ``groups`` if given, else the file's sidecar (``read_groups``), else ``["public"]``.
-        ``progress(label, files_done, files_total)`` is called after each file and each embedding batch.
+        ``progress`` gets an ``IngestProgress`` (chunks done of an estimated total) after each file and each
+        embedding batch.
         A file that cannot be read is reported in ``skipped`` and keeps what it had indexed before.
         """
         return ingest_files(

@@ -110,3 +110,31 @@ def test_console_script_runs_the_readme_command(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "56088" in done.stdout
     assert (tmp_path / ".kb-agent" / "threads.sqlite").exists()
+
+
+def test_ingest_draws_its_bar_on_a_terminal_stderr_and_json_stdout_stays_clean(tmp_path: Path) -> None:
+    from tests.fixtures.tty import cli_with_terminal_stderr
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for n in range(3):
+        (docs / f"f{n}.md").write_text("".join(f"## S{i}\n\nFile {n} part {i}.\n\n" for i in range(40)))
+    env = {"KB_AGENT_HOME": str(tmp_path / "home"), "KB_AGENT_EMBEDDER": "hashing"}
+    code, stdout, terminal = cli_with_terminal_stderr("ingest", "--json", str(docs), env=env)
+    assert code == 0, terminal
+    assert json.loads(stdout)["chunks_written"] == 120  # nothing but the report on stdout
+    assert "ingesting" in terminal and "chunks/s" in terminal and "ETA" in terminal
+
+
+def test_ingest_draws_no_bar_when_stderr_is_not_a_terminal(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.md").write_text("## One\n\nSome text.\n\n## Two\n\nMore text.\n")
+    env = {**os.environ, "KB_AGENT_HOME": str(tmp_path / "home"), "KB_AGENT_EMBEDDER": "hashing"}
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-m", "cli", "ingest", str(tmp_path / "docs")],
+        cwd=root, env={**env, "PYTHONPATH": str(root)}, capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""  # a log or a pipe gets no control codes, only the summary on stdout
+    assert "chunks written 2" in done.stdout

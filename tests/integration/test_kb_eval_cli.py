@@ -175,3 +175,15 @@ def test_answers_are_judged_by_a_configured_endpoint(
     checks = json.loads(result.stdout[result.stdout.index("{") :])["answers"]
     assert checks["faithfulness"] == 0.8 and checks["citation_precision"] == 1.0
     assert "[rag.md#0] RAG（检索增强生成）" in judged  # the judge saw the cited chunk and the answer
+
+
+def test_building_the_eval_index_shows_the_bar_on_stderr_while_json_goes_to_stdout(
+    beir: Path, tmp_path: Path
+) -> None:
+    from tests.fixtures.tty import cli_with_terminal_stderr
+
+    env = {"KB_AGENT_HOME": str(tmp_path / "home"), "KB_AGENT_EMBEDDER": "hashing"}
+    code, stdout, terminal = cli_with_terminal_stderr("eval", str(beir), "--modes", "bm25", "--json", env=env)
+    assert code == 0, terminal
+    assert set(json.loads(stdout)) == {"bm25"}
+    assert "indexing the eval corpus" in terminal and "chunks/s" in terminal

@@ -8,6 +8,7 @@ import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -16,8 +17,11 @@ from stores.base import PassageSearch
 from stores.chroma import EmbeddingMismatchError
 from stores.embeddings import HashingEmbedder
 from stores.knowledge import (
+    EMBED_BATCH,
     MAX_EMBED_QUERY_CHARS,
     MODES,
+    WRITE_BATCH,
+    IngestProgress,
     KnowledgeBase,
     group_filter,
     group_key,
@@ -240,15 +244,17 @@ def test_an_embedder_failure_keeps_finished_files_and_leaves_no_strays(
             return super().embed_documents(texts)
 
     write(tmp_path / "docs" / "a.md", "Alpha document about apples.")
-    big = "".join(f"## Topic {i}\n\nNotes about topic number {i}.\n\n" for i in range(40))
-    write(tmp_path / "docs" / "b.md", big.replace("topic number 35", "EXPLODE"))
+    sections = WRITE_BATCH + 40  # a.md and b.md's first WRITE_BATCH - 1 chunks are written before the failure
+    big = "".join(f"## Topic {i}\n\nNotes about topic number {i}.\n\n" for i in range(sections))
+    write(tmp_path / "docs" / "b.md", big.replace(f"topic number {sections - 5}.", "EXPLODE."))
     kb = KnowledgeBase(tmp_path / "data", embedder=Exploding())
     with pytest.raises(RuntimeError, match="endpoint down"):
         kb.ingest([tmp_path / "docs"])
-    assert assert_consistent(kb) == {"a.md#0"}  # b.md's first batch was undone, a.md was committed
+    assert assert_consistent(kb) == {"a.md#0"}  # b.md's written batches were undone, a.md was committed
     write(tmp_path / "docs" / "b.md", big)
     report = kb.ingest([tmp_path / "docs"])
-    assert report.added == ["b.md"] and report.unchanged == ["a.md"] and len(assert_consistent(kb)) == 41
+    assert report.added == ["b.md"] and report.unchanged == ["a.md"]
+    assert len(assert_consistent(kb)) == sections + 1
 
 
 def test_duplicate_sources_from_two_roots_are_reported(tmp_path: Path, kb: KnowledgeBase) -> None:
@@ -429,17 +435,80 @@ def test_stats(tmp_path: Path, kb: KnowledgeBase) -> None:
     assert stats["last_update"].startswith("20") and stats["embedder"] == "hashing" and stats["dim"] == 256
 
 
-def test_progress_per_file_and_per_batch(tmp_path: Path, kb: KnowledgeBase) -> None:
+def test_progress_counts_chunks_towards_a_total_that_ends_exact(tmp_path: Path, kb: KnowledgeBase) -> None:
     write(tmp_path / "docs" / "a.md", "Small file.")
     write(
         tmp_path / "docs" / "big.md",
-        "".join(f"## Topic {i}\n\nNotes about topic number {i}.\n\n" for i in range(40)),
+        "".join(f"## Topic {i}\n\nNotes about topic number {i}.\n\n" for i in range(3 * EMBED_BATCH)),
     )
-    calls: list[tuple[str, int, int]] = []
-    report = kb.ingest([tmp_path / "docs"], progress=lambda *args: calls.append(args))
-    assert report.chunks_written == 41
-    assert [c for c in calls if "chunks" not in c[0]] == [("a.md", 1, 2), ("big.md", 2, 2)]
-    assert ("big.md (40 chunks)", 1, 2) in calls
+    calls: list[IngestProgress] = []
+    report = kb.ingest([tmp_path / "docs"], progress=calls.append)
+    chunks = 3 * EMBED_BATCH + 1
+    assert report.chunks_written == chunks
+    done = [c.chunks_done for c in calls]
+    assert done == sorted(done) and len(set(done)) >= 4  # moves per embedding batch, not only per file
+    assert all(c.chunks_done <= c.chunks_total and c.files_total == 2 for c in calls)
+    assert (calls[-1].files_done, calls[-1].chunks_done, calls[-1].chunks_total) == (2, chunks, chunks)
+    again: list[IngestProgress] = []
+    assert kb.ingest([tmp_path / "docs"], progress=again.append).unchanged == ["a.md", "big.md"]
+    assert (again[-1].files_done, again[-1].chunks_done, again[-1].chunks_total) == (2, 0, 0)
+
+
+def test_chroma_and_bm25_are_written_once_per_batch_not_per_file(
+    tmp_path: Path, kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for n in range(20):
+        write(tmp_path / "docs" / f"note{n:02d}.md", f"Note {n} about the quarterly zebra census.")
+    calls: dict[str, int] = {"chroma": 0, "bm25": 0}
+    upsert, bm25_upsert = kb.index.collection.upsert, kb.index.bm25.upsert_terms
+
+    def counted(store: str, write: Any) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            calls[store] += 1
+            return write(*args, **kwargs)
+
+        return call
+
+    monkeypatch.setattr(kb.index.collection, "upsert", counted("chroma", upsert))
+    monkeypatch.setattr(kb.index.bm25, "upsert_terms", counted("bm25", bm25_upsert))
+    assert len(kb.ingest([tmp_path / "docs"]).added) == 20
+    assert calls == {"chroma": 1, "bm25": 1}
+    assert len(assert_consistent(kb)) == 20
+    assert [p["id"] for p in kb.search("note 7 zebra census", mode="bm25", top_k=1)] == ["note07.md#0"]
+
+
+def test_files_are_read_and_chunked_while_the_embedder_works(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first embedding call waits until the last file was loaded: that only returns if reading runs
+    beside embedding (a sequential ingest would wait out the timeout and fail the assert)."""
+    import stores.documents
+
+    for n in range(5):
+        write(tmp_path / "docs" / f"f{n}.md", "".join(f"## S{i}\n\nFile {n} part {i}.\n\n" for i in range(10)))
+    last_loaded = threading.Event()
+    load = stores.documents.load
+
+    def watched(path: Path, root: Path) -> Any:
+        doc = load(path, root)
+        if path.name == "f4.md":
+            last_loaded.set()
+        return doc
+
+    class Waiting(CountingEmbedder):
+        waited: bool | None = None
+
+        def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+            if self.waited is None:
+                self.waited = last_loaded.wait(timeout=30)
+            return super().embed_documents(texts)
+
+    monkeypatch.setattr(stores.documents, "load", watched)
+    embedder = Waiting()
+    kb = KnowledgeBase(tmp_path / "data", embedder=embedder)
+    assert len(kb.ingest([tmp_path / "docs"]).added) == 5
+    assert embedder.waited is True
+    assert len(assert_consistent(kb)) == 50
 
 
 @pytest.mark.filterwarnings("ignore:legacy embedding function config")  # Chroma cannot rebuild "other"
