@@ -86,7 +86,7 @@ def test_what_one_process_ingests_or_prunes_every_other_sees_in_both_retrievers_
     done = kb_agent("ingest", str(tmp_path / "more"), env=a)
     assert done.returncode == 0, done.stderr
     assert retrievers(kb, "quarterly revenue forecast EMEA") == {"forecast.md#0": ["bm25", "vector"]}
-    assert [p["id"] for p in kb.search("revenue forecast", mode="vector")] == ["forecast.md#0"]
+    assert kb.search("quarterly revenue forecast", mode="vector")[0]["id"] == "forecast.md#0"
 
     (tmp_path / "docs" / "leave.md").unlink()
     write(tmp_path / "docs" / "lunch.md", "Cafeteria lunch is served from noon.")
