@@ -428,7 +428,11 @@ def main() -> None:
     refuse_undecodable(sys.argv[1:])
     # SIGTERM (a service manager, ``kill``) ends a turn the way Ctrl-C does: rolled back, never half saved.
     signal.signal(signal.SIGTERM, _interrupt)
-    app()
+    try:
+        app()
+    except StoreUnavailableError as exc:  # a database or Chroma server lost mid-command: one line, never a traceback
+        err.print(f"[red]error:[/red] {shown(str(exc))}", soft_wrap=True)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ the generation (the index version) and the lock; the SQLite file under the data 
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import logging
@@ -26,7 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from stores.sql import connect_postgres
+from stores.sql import StoreUnavailableError, connect_postgres, postgres_address
 
 log = logging.getLogger(__name__)
 MANIFEST_FILE = "manifest.sqlite3"
@@ -46,6 +47,8 @@ CREATE TABLE IF NOT EXISTS {files} (
 CREATE TABLE IF NOT EXISTS {meta} (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 _COLUMNS = "source, content_hash, size, groups, chunk_ids, chunk_hashes, ingested_at, path"
+
+WAITING = "another process is writing this knowledge base (%s): waiting for it to finish"
 
 _thread_locks: dict[str, threading.RLock] = {}
 _thread_locks_guard = threading.Lock()
@@ -128,7 +131,7 @@ class Manifest:
             conn = getattr(self._pg, "conn", None)
             if conn is None or conn.closed:
                 conn = self._pg.conn = connect_postgres(self.database_url, dict_rows=True)
-            with conn.transaction():
+            with _postgres_lost(self.database_url, conn), conn.transaction():
                 yield conn
             return
         with closing(sqlite3.connect(self.path, timeout=30)) as db:
@@ -163,7 +166,11 @@ class Manifest:
         """The cross-process part of ``lock``: an advisory lock (Postgres) or ``flock`` on a file."""
         if not self.shared:
             with open(self.lock_path, "a+") as handle:
-                fcntl.flock(handle, fcntl.LOCK_EX)
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    log.warning(WAITING, self.directory)
+                    fcntl.flock(handle, fcntl.LOCK_EX)
                 try:
                     yield
                 finally:
@@ -171,14 +178,25 @@ class Manifest:
             return
         # its own connection: the lock lives as long as the session, and a crash releases it
         with connect_postgres(self.database_url) as conn:
-            busy = not conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (self.lock_key,)).fetchone()[0]
-            if busy:
-                log.warning("another process is writing this knowledge base (%s): waiting for it", self.lock_key)
-                conn.execute("SELECT pg_advisory_lock(hashtext(%s))", (self.lock_key,))
+            with _postgres_lost(self.database_url, conn):
+                if not conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (self.lock_key,)).fetchone()[0]:
+                    log.warning(WAITING, self.lock_key)
+                    conn.execute("SELECT pg_advisory_lock(hashtext(%s))", (self.lock_key,))
+            self._pg.lock_conn = conn
             try:
                 yield
             finally:
-                conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (self.lock_key,))
+                self._pg.lock_conn = None
+                with contextlib.suppress(Exception):  # a lost session has released the lock already
+                    conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (self.lock_key,))
+
+    def _check_lock(self) -> None:
+        """Before recording an ingest: the advisory lock's session must still be alive. If the database
+        dropped it, another writer may have run meanwhile, so nothing is recorded (a re-run reconciles)."""
+        conn = getattr(self._pg, "lock_conn", None) if self.shared else None
+        if conn is not None:
+            with _postgres_lost(self.database_url, conn):
+                conn.execute("SELECT 1")
 
     # -- files -----------------------------------------------------------------------------------
     def get(self, source: str) -> FileRecord | None:
@@ -215,6 +233,7 @@ class Manifest:
                 )
             )
         gone = [(source,) for source in removes]
+        self._check_lock()
         with self._connect() as db:
             upsert = (
                 f"INSERT INTO {{files}} ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (source) DO UPDATE "
@@ -275,3 +294,21 @@ class Manifest:
         with self._connect() as db:
             row = db.execute(self._sql("SELECT value FROM {meta} WHERE key = 'generation'")).fetchone()
         return int(row["value"]) if row else 0
+
+
+@contextmanager
+def _postgres_lost(url: str, conn: Any) -> Iterator[None]:
+    """Turn a connection the database dropped mid-way (restart, failover, ``pg_terminate_backend``) into
+    one message naming the setting; the caller's transaction is rolled back, so nothing half-written stays."""
+    import psycopg
+
+    try:
+        yield
+    except psycopg.OperationalError as exc:
+        if not conn.closed and not conn.broken:
+            raise
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise StoreUnavailableError(
+            f"KB_AGENT_DATABASE_URL: lost the connection to Postgres at {postgres_address(url)} ({reason}); "
+            "nothing of this write was recorded: run the command again once the database is back"
+        ) from None

@@ -34,6 +34,12 @@ class StoreUnavailableError(ConnectionError):
     """A configured database or Chroma server cannot be reached; the message names the setting."""
 
 
+def postgres_address(url: str) -> str:
+    """``host:port/db`` of a Postgres URL, for messages: never the user or the password."""
+    info = urlparse(url)
+    return f"{info.hostname or 'localhost'}:{info.port or 5432}{info.path or ''}"
+
+
 def connect_postgres(url: str, *, dict_rows: bool = False) -> Any:
     """An autocommit psycopg connection, or :class:`StoreUnavailableError` naming KB_AGENT_DATABASE_URL."""
     import psycopg
@@ -42,8 +48,7 @@ def connect_postgres(url: str, *, dict_rows: bool = False) -> Any:
     try:
         return psycopg.connect(url, autocommit=True, connect_timeout=10, row_factory=dict_row if dict_rows else None)
     except psycopg.OperationalError as exc:
-        info = urlparse(url)
-        where = f"{info.hostname or 'localhost'}:{info.port or 5432}{info.path or ''}"  # never the password
+        where = postgres_address(url)
         reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0].rsplit(": ", 1)[-1]
         raise StoreUnavailableError(
             f"KB_AGENT_DATABASE_URL: cannot connect to Postgres at {where} ({reason}); check the URL and that "

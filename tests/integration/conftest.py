@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -35,8 +37,11 @@ def checkpointer(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Bas
 
 
 @pytest.fixture
-def kb_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A data dir whose knowledge base holds tests/fixtures/rag (hashing embedder: no model to load)."""
+def kb_home(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A data dir whose knowledge base holds tests/fixtures/rag (hashing embedder: no model to load); on
+    both backends when the test also uses ``store_backend`` (on the embedded one otherwise)."""
+    if "store_backend" in request.fixturenames:
+        request.getfixturevalue("store_backend")  # its settings first: the ingest below goes there
     home = tmp_path / "home"
     monkeypatch.setenv("KB_AGENT_HOME", str(home))
     monkeypatch.setenv("KB_AGENT_EMBEDDER", "hashing")
@@ -95,11 +100,32 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             proc.kill()
 
 
-@pytest.fixture
-def shared_backend(chroma_server: str) -> Iterator[dict[str, str]]:
-    """Settings for the shared mode (Postgres + the Chroma server), emptied before each test."""
+@pytest.fixture(scope="session")
+def shared_database() -> Iterator[str]:
+    """A Postgres database of this session's own (created from KB_TEST_POSTGRES_URL, dropped at the end):
+    the shared-mode tables are emptied between tests, so other test runs on the same server must not see them."""
     if not POSTGRES_URL:
         pytest.skip("KB_TEST_POSTGRES_URL is not set (.ci/run starts Postgres and sets it)")
+    import psycopg
+
+    name = f"kbagent_shared_{os.getpid()}"
+    try:
+        with psycopg.connect(POSTGRES_URL, autocommit=True, connect_timeout=5) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name}")
+            conn.execute(f"CREATE DATABASE {name}")
+    except psycopg.Error as exc:
+        pytest.skip(f"cannot create a test database on KB_TEST_POSTGRES_URL: {exc}")
+    url = urlunsplit(urlsplit(POSTGRES_URL)._replace(path=f"/{name}"))
+    try:
+        yield url
+    finally:
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture
+def shared_backend(chroma_server: str, shared_database: str) -> Iterator[dict[str, str]]:
+    """Settings for the shared mode (Postgres + the Chroma server), emptied before and after each test."""
     import chromadb
     import psycopg
 
@@ -107,10 +133,41 @@ def shared_backend(chroma_server: str) -> Iterator[dict[str, str]]:
         client = chromadb.HttpClient(host="127.0.0.1", port=int(chroma_server.rsplit(":", 1)[1]))
         for collection in client.list_collections():
             client.delete_collection(collection.name)
-        with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
-            for table in ("kb_knowledge_files", "kb_knowledge_meta", "memory_outbox"):
-                conn.execute(f"DROP TABLE IF EXISTS {table}")
+        with psycopg.connect(shared_database, autocommit=True) as conn:
+            conn.execute("DROP SCHEMA public CASCADE")
+            conn.execute("CREATE SCHEMA public")
 
     empty()
-    yield {"KB_AGENT_DATABASE_URL": POSTGRES_URL, "KB_AGENT_CHROMA_URL": chroma_server}
+    yield {"KB_AGENT_DATABASE_URL": shared_database, "KB_AGENT_CHROMA_URL": chroma_server}
     empty()
+
+
+@dataclass(frozen=True)
+class Backend:
+    """Where a test's knowledge base and memories live: ``embedded`` (SQLite + Chroma on disk under each
+    process's data dir) or ``shared`` (Postgres + a Chroma server, so processes need not share a data dir)."""
+
+    name: str
+    env: dict[str, str]
+
+    @property
+    def shared(self) -> bool:
+        return self.name == "shared"
+
+    def kwargs(self) -> dict[str, str]:
+        """The store constructors' arguments: ``KnowledgeBase(home, embedder=..., **backend.kwargs())``."""
+        return {
+            "chroma_url": self.env.get("KB_AGENT_CHROMA_URL", ""),
+            "database_url": self.env.get("KB_AGENT_DATABASE_URL", ""),
+        }
+
+
+@pytest.fixture(params=["embedded", pytest.param("shared", marks=pytest.mark.postgres)])
+def store_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Backend:
+    """The same test on both storage backends (SPEC §10). Its settings are put in this process's
+    environment, so ``Settings()`` and every child process started with ``os.environ`` use them too.
+    The shared variant skips when Postgres (KB_TEST_POSTGRES_URL) or the ``chroma`` CLI is missing."""
+    env: dict[str, str] = request.getfixturevalue("shared_backend") if request.param == "shared" else {}
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    return Backend(request.param, env)

@@ -1,5 +1,6 @@
 """The index repairs itself (issue 14 items 3-4): orphan chunks after a killed ingest, `kb-agent repair`, and
-a document from another ingest root is never replaced silently."""
+a document from another ingest root is never replaced silently. On both storage backends (``store_backend``):
+with Postgres and a Chroma server, a killed process also loses its in-memory BM25."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 
 from stores.embeddings import HashingEmbedder
 from stores.knowledge import KnowledgeBase
+from tests.integration.conftest import Backend
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -26,7 +28,9 @@ def killed(self, puts, removes):  # every chunk is in Chroma (and BM25), the man
     os.kill(os.getpid(), signal.SIGKILL)
 
 Manifest.apply = killed
-KnowledgeBase(sys.argv[1], embedder=HashingEmbedder()).ingest([sys.argv[2]])
+backend = {"chroma_url": os.environ.get("KB_AGENT_CHROMA_URL", ""),
+           "database_url": os.environ.get("KB_AGENT_DATABASE_URL", "")}
+KnowledgeBase(sys.argv[1], embedder=HashingEmbedder(), **backend).ingest([sys.argv[2]])
 """
 
 
@@ -44,7 +48,7 @@ def kb_agent(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_a_killed_ingest_leaves_no_chunk_that_search_serves_and_the_next_ingest_reconciles(
-    tmp_path: Path,
+    tmp_path: Path, store_backend: Backend
 ) -> None:
     home = tmp_path / "home"
     write(tmp_path / "docs" / "keep.md", "The merger plan with ACME closes in March.")
@@ -61,7 +65,7 @@ def test_a_killed_ingest_leaves_no_chunk_that_search_serves_and_the_next_ingest_
         timeout=180,
     )
     assert killed.returncode == -signal.SIGKILL
-    kb = KnowledgeBase(home, embedder=HashingEmbedder())
+    kb = KnowledgeBase(home, embedder=HashingEmbedder(), **store_backend.kwargs())
     ids = kb.index_ids()
     orphans = ids["chroma"] - ids["manifest"]
     assert orphans  # the kill left chunks the manifest does not know
@@ -75,12 +79,12 @@ def test_a_killed_ingest_leaves_no_chunk_that_search_serves_and_the_next_ingest_
     assert ids["chroma"] == ids["bm25"] == ids["manifest"] == {"keep.md#0"}
 
 
-def test_repair_command_reports_and_fixes_the_differences(tmp_path: Path) -> None:
+def test_repair_command_reports_and_fixes_the_differences(tmp_path: Path, store_backend: Backend) -> None:
     home = tmp_path / "home"
     write(tmp_path / "docs" / "a.md", "The merger plan with ACME closes in March.")
     write(tmp_path / "docs" / "b.md", "Cafeteria lunch is served from noon.")
     assert kb_agent("ingest", str(tmp_path / "docs"), home=home).returncode == 0
-    kb = KnowledgeBase(home, embedder=HashingEmbedder())
+    kb = KnowledgeBase(home, embedder=HashingEmbedder(), **store_backend.kwargs())
     kb.index.collection.add(
         ids=["stray.md#0"], documents=["stray"], embeddings=[kb.embedder.embed_query("stray")]
     )
@@ -110,7 +114,7 @@ def test_the_same_relative_path_from_another_root_is_refused_naming_both_roots(t
 
 
 def test_kill_9_at_random_points_of_ingests_leaves_nothing_searchable_and_nothing_orphaned(
-    tmp_path: Path,
+    tmp_path: Path, store_backend: Backend
 ) -> None:
     """#14: 20 ingests killed at seeded-random moments; after each, search serves only manifest chunks, and
     the next ingest reconciles, so the three stores end equal to the folder's chunks."""
@@ -140,13 +144,13 @@ def test_kill_9_at_random_points_of_ingests_leaves_nothing_searchable_and_nothin
             proc.send_signal(signal.SIGKILL)
             killed_inside += 1
         proc.wait(timeout=60)
-        kb = KnowledgeBase(home, embedder=HashingEmbedder())
+        kb = KnowledgeBase(home, embedder=HashingEmbedder(), **store_backend.kwargs())
         known = kb.index_ids()["manifest"]
         for mode in ("hybrid", "vector", "bm25"):
             served = {p["id"] for p in kb.search("notes about topic zebras", top_k=50, mode=mode)}
             assert served <= known, (round_, mode, served - known)
     assert killed_inside >= 5, "the kills should land inside ingests"
     assert kb_agent("ingest", "--prune", str(docs), home=home).returncode == 0
-    ids = KnowledgeBase(home, embedder=HashingEmbedder()).index_ids()
+    ids = KnowledgeBase(home, embedder=HashingEmbedder(), **store_backend.kwargs()).index_ids()
     assert ids["chroma"] == ids["bm25"] == ids["manifest"]
     assert {cid.split("#")[0] for cid in ids["manifest"]} == {p.name for p in docs.iterdir()}

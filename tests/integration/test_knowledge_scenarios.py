@@ -1,4 +1,5 @@
-"""Seed 003's integration scenarios through the whole graph with the offline model and a real KB."""
+"""Seed 003's integration scenarios through the whole graph with the offline model and a real KB, on both
+storage backends (embedded, and Postgres + a Chroma server)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from graph.open_stores import feedback_store
 from graph.settings import Settings
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "rag"
+pytestmark = pytest.mark.usefixtures("store_backend")
 
 
 def _ask(graph, config: dict, question: str, **ctx: str) -> dict:

@@ -1,4 +1,7 @@
-"""Long-term memory through the whole graph: cross-thread recall, tools, failures, bad extraction output, CLI."""
+"""Long-term memory through the whole graph: cross-thread recall, tools, failures, bad extraction output, CLI.
+
+Tests that use the ``store`` fixture or the settings run on both storage backends (``store_backend``):
+embedded (Chroma and SQLite under the data dir) and shared (a Chroma server and Postgres)."""
 
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from stores.embeddings import HashingEmbedder
 from stores.memory.rules import EXTRACTION_PROMPT, ExtractionRequest
 from stores.memory.store import ChromaMemoryStore
 from stores.memory.updater import BackgroundMemoryUpdater
+from tests.integration.conftest import Backend
 from tools.builtin import builtin_registry
 from tools.memory_tools import memory_tools
 
@@ -30,8 +34,8 @@ PREFERENCE = "用户喜欢简洁的中文回答"
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> ChromaMemoryStore:
-    return ChromaMemoryStore(tmp_path / "mem", embedder=HashingEmbedder())
+def store(tmp_path: Path, store_backend: Backend) -> ChromaMemoryStore:
+    return ChromaMemoryStore(tmp_path / "mem", embedder=HashingEmbedder(), **store_backend.kwargs())
 
 
 def config(thread: str, user: str) -> dict[str, Any]:
@@ -300,6 +304,7 @@ def test_delete_without_intent_and_delete_of_another_users_id(store: ChromaMemor
 
 
 # -- the graph the server runs: memory resolved from each run's context ---------------------------
+@pytest.mark.usefixtures("store_backend")
 def test_run_memory_opens_the_store_of_the_runs_context(tmp_path: Path) -> None:
     ctx = Settings(data_dir=str(tmp_path / "home"), embedder="hashing", model="offline")
     model = ScriptedChatModel(["好的。", "你好。"])
@@ -311,6 +316,7 @@ def test_run_memory_opens_the_store_of_the_runs_context(tmp_path: Path) -> None:
 
 
 # -- the command line -------------------------------------------------------------------------------
+@pytest.mark.usefixtures("store_backend")
 def test_memories_cli_manages_one_users_memories(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KB_AGENT_EMBEDDER", "hashing")
     app = typer.Typer()
@@ -350,6 +356,7 @@ def test_memories_cli_manages_one_users_memories(monkeypatch: pytest.MonkeyPatch
     assert len(json.loads(run(app, ["memories", "list", "--user", "bob", "--json"]).stdout)) == 1
 
 
+@pytest.mark.usefixtures("store_backend")
 def test_a_high_risk_fact_waits_for_the_user_who_confirms_or_drops_it_by_command(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -15,6 +15,7 @@ from stores.embeddings import HashingEmbedder
 from stores.memory.outbox import MemoryOutbox
 from stores.memory.store import ChromaMemoryStore
 from stores.memory.updater import BackgroundMemoryUpdater
+from tests.integration.conftest import Backend
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -39,6 +40,7 @@ class CrashAfterWrite(ChromaMemoryStore):
 
 kind = CrashAfterWrite if when == "after-write" else ChromaMemoryStore
 store = kind(home, embedder=HashingEmbedder(), database_url=url,
+             chroma_url=os.environ.get("KB_AGENT_CHROMA_URL", ""),
              extractor=hang if when == "mid-extraction" else OfflineExtractor())
 updater = BackgroundMemoryUpdater(store, outbox=MemoryOutbox(home, url))
 updater.update_from_turn("alice", "t1", [HumanMessage("记住：我喜欢喝乌龙茶"), AIMessage("好的")])
@@ -47,18 +49,10 @@ time.sleep(600)
 """
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def database_url(request: pytest.FixtureRequest) -> str:
-    if request.param == "sqlite":
-        return ""
-    url = os.environ.get("KB_TEST_POSTGRES_URL", "")
-    if not url:
-        pytest.skip("KB_TEST_POSTGRES_URL is not set (.ci/run starts Postgres and sets it)")
-    import psycopg
-
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("DROP TABLE IF EXISTS memory_outbox")
-    return url
+@pytest.fixture
+def database_url(store_backend: Backend) -> str:
+    """The outbox's database on each storage backend: SQLite under the data dir, or Postgres."""
+    return store_backend.kwargs()["database_url"]
 
 
 @pytest.mark.parametrize("when", ["mid-extraction", "after-write"])
@@ -79,7 +73,12 @@ def test_a_killed_process_loses_no_extraction_and_a_restart_writes_the_memory_ex
         os.kill(proc.pid, signal.SIGKILL)
     assert proc.wait(timeout=120) == -signal.SIGKILL
 
-    store = ChromaMemoryStore(home, embedder=HashingEmbedder(), database_url=database_url)
+    store = ChromaMemoryStore(
+        home,
+        embedder=HashingEmbedder(),
+        database_url=database_url,
+        chroma_url=os.environ.get("KB_AGENT_CHROMA_URL", ""),
+    )
     outbox = MemoryOutbox(home, database_url)
     assert len(outbox.pending()) == 1  # durable before the answer returned, still there after the kill
     updater = BackgroundMemoryUpdater(store, outbox=outbox)  # the restarted process finishes it
@@ -96,4 +95,6 @@ def test_a_submitted_turn_is_in_the_outbox_until_it_is_processed(tmp_path: Path)
     updater = BackgroundMemoryUpdater(store, outbox=outbox)
     updater.update_from_turn("bob", "t", [HumanMessage("remember: I prefer green tea"), AIMessage("ok")])
     assert updater.drain(30)
-    assert outbox.pending() == [] and [m["content"] for m in store.list("bob")] == ["The user prefers green tea"]
+    assert outbox.pending() == [] and [m["content"] for m in store.list("bob")] == [
+        "The user prefers green tea"
+    ]

@@ -1,8 +1,9 @@
 """Several processes on one knowledge base (issue 11): what one writes, the others see at their next query.
 
-Process A is this test process (it keeps the knowledge base open the way ``langgraph dev`` does); process B
-is a real ``kb-agent`` subprocess. Embedded mode shares KB_AGENT_HOME; shared mode shares Postgres and a
-Chroma server and gives each process its own home.
+Processes are real ``kb-agent`` subprocesses, and this test process keeps a knowledge base open the way
+``langgraph dev`` or a replica does. Every test runs on both backends (``store_backend``): embedded,
+where the processes share KB_AGENT_HOME, and shared, where they share Postgres and a Chroma server and
+each has its own home.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import pytest
 
 from stores.embeddings import HashingEmbedder
 from stores.knowledge import KnowledgeBase
+from tests.integration.conftest import Backend
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -39,44 +41,32 @@ def kb_agent(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str
     )
 
 
+def first_line(proc: subprocess.Popen[str], seconds: float) -> str:
+    """The next line of ``proc``'s stderr, or "" when none comes within ``seconds``."""
+    import selectors
+
+    assert proc.stderr is not None
+    with selectors.DefaultSelector() as selector:
+        selector.register(proc.stderr, selectors.EVENT_READ)
+        return proc.stderr.readline() if selector.select(seconds) else ""
+
+
 def retrievers(kb: KnowledgeBase, query: str) -> dict[str, list[str]]:
     """chunk id -> the retrievers that found it, for a hybrid query."""
     return {p["id"]: sorted(p["retrievers"]) for p in kb.search(query, top_k=10)}
 
 
-def test_embedded_another_process_ingest_and_prune_are_seen_by_both_retrievers_without_restart(
-    tmp_path: Path,
+def homes(tmp_path: Path, backend: Backend) -> tuple[Path, Path]:
+    """A's and B's data dirs: one for both when embedded (one machine), their own when shared (replicas)."""
+    return (tmp_path / "a", tmp_path / "b") if backend.shared else (tmp_path / "home", tmp_path / "home")
+
+
+def test_what_one_process_ingests_or_prunes_every_other_sees_in_both_retrievers_without_restart(
+    tmp_path: Path, store_backend: Backend
 ) -> None:
-    home = tmp_path / "home"
-    env = {"KB_AGENT_HOME": str(home), "KB_AGENT_EMBEDDER": "hashing"}
-    write(tmp_path / "docs" / "a.md", "The merger plan with ACME closes in March.")
-    assert kb_agent("ingest", str(tmp_path / "docs"), env=env).returncode == 0
-    kb = KnowledgeBase(home, embedder=HashingEmbedder())  # A: open, and searching
-    assert retrievers(kb, "merger plan ACME") == {"a.md#0": ["bm25", "vector"]}
-
-    write(tmp_path / "more" / "b.md", "Quarterly revenue forecast for EMEA in version 5.2.")
-    done = kb_agent("ingest", str(tmp_path / "more"), env=env)  # B
-    assert done.returncode == 0, done.stderr
-    assert retrievers(kb, "quarterly revenue forecast EMEA") == {"b.md#0": ["bm25", "vector"]}
-    assert [p["id"] for p in kb.search("revenue forecast", mode="vector")] == ["b.md#0"]
-
-    (tmp_path / "more" / "b.md").unlink()
-    write(tmp_path / "more" / "c.md", "Cafeteria lunch is served from noon.")
-    done = kb_agent("ingest", "--prune", str(tmp_path / "more"), env=env)  # B prunes b.md, adds c.md
-    assert done.returncode == 0, done.stderr
-    for mode in ("hybrid", "vector", "bm25"):
-        found = {p["id"] for p in kb.search("quarterly revenue forecast EMEA cafeteria lunch", mode=mode)}
-        assert "b.md#0" not in found, mode
-    assert retrievers(kb, "cafeteria lunch noon") == {"c.md#0": ["bm25", "vector"]}
-    assert kb.stats()["documents"] == 2
-
-
-@pytest.mark.postgres
-def test_shared_mode_one_process_ingests_another_with_its_own_home_sees_it_everywhere(
-    tmp_path: Path, shared_backend: dict[str, str]
-) -> None:
-    a = {**shared_backend, "KB_AGENT_HOME": str(tmp_path / "a"), "KB_AGENT_EMBEDDER": "hashing"}
-    b = {**shared_backend, "KB_AGENT_HOME": str(tmp_path / "b"), "KB_AGENT_EMBEDDER": "hashing"}
+    home_a, home_b = homes(tmp_path, store_backend)
+    a = {"KB_AGENT_HOME": str(home_a), "KB_AGENT_EMBEDDER": "hashing"}
+    b = {"KB_AGENT_HOME": str(home_b), "KB_AGENT_EMBEDDER": "hashing"}
     write(tmp_path / "docs" / "release.md", "Version 5.2 ships the new export wizard.")
     write(tmp_path / "docs" / "leave.md", "Employees get ten days of annual leave.")
     done = kb_agent("ingest", str(tmp_path / "docs"), env=a)
@@ -89,47 +79,53 @@ def test_shared_mode_one_process_ingests_another_with_its_own_home_sees_it_every
     again = json.loads(kb_agent("ingest", "--json", str(tmp_path / "docs"), env=b).stdout)
     assert again["chunks_written"] == 0 and sorted(again["unchanged"]) == ["leave.md", "release.md"]
 
-    # B stays open (a replica); A prunes a document; B's next query never returns it
-    os.environ.update(shared_backend)
-    try:
-        kb = KnowledgeBase(tmp_path / "b", embedder=HashingEmbedder(), **_shared(shared_backend))
-        assert retrievers(kb, "annual leave") == {"leave.md#0": ["bm25", "vector"]}
-        (tmp_path / "docs" / "leave.md").unlink()
-        write(tmp_path / "docs" / "lunch.md", "Cafeteria lunch is served from noon.")
-        assert kb_agent("ingest", "--prune", str(tmp_path / "docs"), env=a).returncode == 0
-        for mode in ("hybrid", "vector", "bm25"):
-            assert "leave.md#0" not in {p["id"] for p in kb.search("annual leave days", mode=mode)}, mode
-        assert retrievers(kb, "cafeteria lunch") == {"lunch.md#0": ["bm25", "vector"]}
-        assert kb.stats()["documents"] == 2
-    finally:
-        for name in shared_backend:
-            os.environ.pop(name, None)
-    stats = json.loads(kb_agent("stats", "--json", env=b).stdout)
-    assert stats["documents"] == 2
+    # B stays open and searching (a replica, or `langgraph dev`); A writes; B's next query sees it
+    kb = KnowledgeBase(home_b, embedder=HashingEmbedder(), **store_backend.kwargs())
+    assert retrievers(kb, "annual leave") == {"leave.md#0": ["bm25", "vector"]}
+    write(tmp_path / "more" / "forecast.md", "Quarterly revenue forecast for EMEA in version 5.3.")
+    done = kb_agent("ingest", str(tmp_path / "more"), env=a)
+    assert done.returncode == 0, done.stderr
+    assert retrievers(kb, "quarterly revenue forecast EMEA") == {"forecast.md#0": ["bm25", "vector"]}
+    assert kb.search("quarterly revenue forecast", mode="vector")[0]["id"] == "forecast.md#0"
+
+    (tmp_path / "docs" / "leave.md").unlink()
+    write(tmp_path / "docs" / "lunch.md", "Cafeteria lunch is served from noon.")
+    done = kb_agent("ingest", "--prune", str(tmp_path / "docs"), env=a)  # prunes leave.md, adds lunch.md
+    assert done.returncode == 0, done.stderr
+    for mode in ("hybrid", "vector", "bm25"):
+        assert "leave.md#0" not in {p["id"] for p in kb.search("annual leave days", mode=mode)}, mode
+    assert retrievers(kb, "cafeteria lunch noon") == {"lunch.md#0": ["bm25", "vector"]}
+    assert kb.stats()["documents"] == 3
+    assert json.loads(kb_agent("stats", "--json", env=b).stdout)["documents"] == 3
 
 
-def _shared(backend: dict[str, str]) -> dict[str, str]:
-    return {"chroma_url": backend["KB_AGENT_CHROMA_URL"], "database_url": backend["KB_AGENT_DATABASE_URL"]}
-
-
-@pytest.mark.postgres
-def test_shared_mode_two_ingests_of_one_folder_at_once_end_consistent(
-    tmp_path: Path, shared_backend: dict[str, str]
+def test_ingests_of_one_folder_at_once_wait_for_each_other_saying_so_and_end_consistent(
+    tmp_path: Path, store_backend: Backend
 ) -> None:
     for n in range(30):
         write(tmp_path / "docs" / f"doc{n}.md", f"Document {n} talks about topic number {n} at length.")
-    env = {**os.environ, "PYTHONPATH": str(ROOT), **shared_backend, "KB_AGENT_EMBEDDER": "hashing"}
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-m", "cli", "ingest", "--json", str(tmp_path / "docs")],
-            cwd=ROOT,
-            env={**env, "KB_AGENT_HOME": str(tmp_path / name)},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for name in ("a", "b")
-    ]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "KB_AGENT_EMBEDDER": "hashing"}
+    home_a, home_b = homes(tmp_path, store_backend)
+    kb = KnowledgeBase(
+        tmp_path / "c" if store_backend.shared else home_a,
+        embedder=HashingEmbedder(),
+        **store_backend.kwargs(),
+    )
+    with kb.manifest.lock():  # a third writer holds the knowledge base while both ingests start
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-m", "cli", "ingest", "--json", str(tmp_path / "docs")],
+                cwd=ROOT,
+                env={**env, "KB_AGENT_HOME": str(home)},
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for home in (home_a, home_b)
+        ]
+        for proc in procs:
+            line = first_line(proc, 120)
+            assert "another process is writing this knowledge base" in line and "waiting" in line, line
     reports = []
     for proc in procs:
         out, err = proc.communicate(timeout=180)
@@ -137,17 +133,23 @@ def test_shared_mode_two_ingests_of_one_folder_at_once_end_consistent(
         reports.append(json.loads(out))
     assert sum(len(r["added"]) for r in reports) == 30  # one ingested, the other waited and found it done
     assert sum(r["chunks_written"] for r in reports) == 30
-    kb = KnowledgeBase(tmp_path / "c", embedder=HashingEmbedder(), **_shared(shared_backend))
+    assert sorted(len(r["unchanged"]) for r in reports) == [0, 30]
     ids = kb.index_ids()
     assert ids["chroma"] == ids["bm25"] == ids["manifest"] and len(ids["manifest"]) == 30
 
 
 def test_an_unreachable_chroma_url_is_one_line_naming_the_setting(tmp_path: Path) -> None:
-    env = {"KB_AGENT_HOME": str(tmp_path), "KB_AGENT_CHROMA_URL": "http://127.0.0.1:1", "KB_AGENT_EMBEDDER": "hashing"}
+    env = {
+        "KB_AGENT_HOME": str(tmp_path),
+        "KB_AGENT_CHROMA_URL": "http://127.0.0.1:1",
+        "KB_AGENT_EMBEDDER": "hashing",
+    }
     for args in (("stats",), ("search", "anything"), ("ingest", str(tmp_path))):
         done = kb_agent(*args, env=env)
         assert done.returncode == 1, (args, done.stderr)
-        assert "KB_AGENT_CHROMA_URL" in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert "KB_AGENT_CHROMA_URL" in done.stderr and len(done.stderr.strip().splitlines()) == 1, (
+            done.stderr
+        )
 
 
 @pytest.mark.postgres
@@ -166,3 +168,46 @@ def test_an_unreachable_postgres_url_is_one_line_naming_the_setting(
         line = done.stderr.strip()
         assert "KB_AGENT_DATABASE_URL" in line and len(line.splitlines()) == 1, line
         assert "secret" not in line
+
+
+@pytest.mark.postgres
+def test_the_database_going_away_mid_ingest_fails_in_one_line_and_a_rerun_leaves_nothing_half_indexed(
+    tmp_path: Path, shared_backend: dict[str, str]
+) -> None:
+    import psycopg
+
+    for n in range(3):
+        write(tmp_path / "docs" / f"doc{n}.md", f"Document {n} is about the zanzibar project, part {n}.")
+    env = {**shared_backend, "KB_AGENT_HOME": str(tmp_path / "a"), "KB_AGENT_EMBEDDER": "hashing"}
+    go = tmp_path / "go"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.fixtures.paused_ingest_cli", "ingest", str(tmp_path / "docs")],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **env, "KB_TEST_INGEST_GO": str(go)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert first_line(proc, 120).strip() == "embedding"  # inside the ingest
+    with psycopg.connect(shared_backend["KB_AGENT_DATABASE_URL"], autocommit=True) as conn:
+        killed = conn.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        ).fetchone()
+    assert killed and killed[0] >= 1  # the ingest's lock session, and its manifest connection
+    go.touch()
+    _, err = proc.communicate(timeout=180)
+    assert proc.returncode == 1, err
+    assert "KB_AGENT_DATABASE_URL" in err and len(err.strip().splitlines()) == 1, err
+    assert "Traceback" not in err
+
+    kb = KnowledgeBase(
+        tmp_path / "b", embedder=HashingEmbedder(), **Backend("shared", shared_backend).kwargs()
+    )
+    assert kb.search("zanzibar project") == []  # nothing of the failed ingest is served
+    done = kb_agent("ingest", "--json", str(tmp_path / "docs"), env=env)  # the re-run
+    assert done.returncode == 0, done.stderr
+    assert sorted(json.loads(done.stdout)["added"]) == ["doc0.md", "doc1.md", "doc2.md"]
+    ids = kb.index_ids()
+    assert ids["chroma"] == ids["bm25"] == ids["manifest"] == {"doc0.md#0", "doc1.md#0", "doc2.md#0"}
+    assert retrievers(kb, "zanzibar project part 1")["doc1.md#0"] == ["bm25", "vector"]
