@@ -388,11 +388,15 @@ def test_a_high_risk_fact_waits_for_the_user_who_confirms_or_drops_it_by_command
 
 @pytest.mark.parametrize("background", [False, True], ids=["store", "background"])
 def test_the_memory_tools_use_the_store_given_to_build_graph(
-    store: ChromaMemoryStore, background: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    store: ChromaMemoryStore, background: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``build_graph(memory=...)`` fixes where memories live: the model's remember tool writes there too,
-    not into the data dir's default store (which would then recall what the given store never saw)."""
-    monkeypatch.setenv("KB_AGENT_HOME", str(tmp_path / "home"))
+    not into the settings' default store (which would then recall what the given store never saw)."""
+
+    def settings_store(_settings: object) -> ChromaMemoryStore:
+        raise AssertionError("the memory tool opened the settings' store, not the one given to build_graph")
+
+    monkeypatch.setattr("graph.builder.memory_store", settings_store)
     memory: Any = BackgroundMemoryUpdater(store) if background else store
     remember = AIMessage("", tool_calls=[tool_call("remember", {"content": "用户喜欢喝茶"})])
     g = build_graph(InMemorySaver(), model=ScriptedChatModel([remember, "记下了。"]), memory=memory, knowledge=None)
@@ -400,4 +404,3 @@ def test_the_memory_tools_use_the_store_given_to_build_graph(
     if background:
         assert memory.drain(10)
     assert [m["content"] for m in store.list("alice")] == ["用户喜欢喝茶"]
-    assert open_memory(Settings.current()).store.list("alice") == []
