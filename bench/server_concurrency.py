@@ -47,6 +47,7 @@ sys.path.insert(0, str(ROOT))
 
 from langgraph_sdk import get_sync_client  # noqa: E402
 
+from models.request_reading import split_appended  # noqa: E402
 from tests.fixtures.openai_server import OpenAIServer, ScriptedReply  # noqa: E402
 from tests.fixtures.serve import (  # noqa: E402
     FINAL,
@@ -104,12 +105,18 @@ def slow_endpoint(latency: float) -> OpenAIServer:
     """The loopback endpoint answering after ``latency``: a calculator call for a question, then an answer."""
     import re
 
+    def unmarked(message: dict[str, Any]) -> str:
+        return split_appended(f"\n\n{message.get('content') or ''}")[0].strip()
+
     def reply(body: dict[str, Any]) -> ScriptedReply:
         time.sleep(latency)  # each request on its own server thread: they overlap as a provider's would
-        last = body["messages"][-1]
+        # the turn's budget note travels appended to the question, or alone as a last user message after a
+        # tool result (the prompt-prefix layout): read past it, or every round looks like a new question
+        messages = [m for m in body["messages"] if m.get("role") != "user" or unmarked(m)]
+        last = messages[-1]
         if last.get("role") == "tool":
             return ScriptedReply(content=f"计算结果：{last.get('content')}。")
-        text = str(last.get("content") or "")
+        text = unmarked(last)
         numbers = re.findall(r"\d+", text)
         if "tools" not in body or len(numbers) < 2:
             return ScriptedReply(content="好的。")

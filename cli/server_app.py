@@ -144,8 +144,13 @@ class SelfCheckedApp:
 
 
 def create_app() -> SelfCheckedApp:
-    """uvicorn's factory (``cli.server_app:create_app``): Aegra's app behind the auth self-check."""
+    """uvicorn's factory (``cli.server_app:create_app``): Aegra's app behind the auth self-check, faster waits."""
     from aegra_api.main import app as aegra_app
+    from aegra_api.services.executor import executor
+
+    from cli.server_wait import install
+
+    install(executor)  # runs.wait/join notice a run's end within 0.25 s, not at Aegra's next 2 s tick
 
     replica_id, database_url = os.environ.get(REPLICA_ENV, ""), os.environ.get("DATABASE_URL", "")
     heartbeat = ReplicaHeartbeat(replica_id, database_url) if replica_id and database_url else None
