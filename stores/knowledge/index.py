@@ -70,6 +70,7 @@ class KnowledgeIndex:
         self._refresh_lock = threading.Lock()
         self.known: set[str] | None = None  # the manifest's chunk ids: the only ones search may serve
         self.synced: dict[str, tuple[str, tuple[str, ...]]] = {}  # shared mode: chunk -> (hash, groups) in BM25
+        self.texts_fetched = 0  # shared mode: chunk texts read from Chroma into BM25 (tests, diagnostics)
         if self.shared:
             self.sync_bm25()
         elif self.bm25.needs_reindex:  # the tokenizer changed: re-tokenize the texts Chroma holds
@@ -128,6 +129,7 @@ class KnowledgeIndex:
                 ids = fetch[start : start + page]
                 got = self.collection.get(ids=ids, include=["documents"])
                 texts = dict(zip(got["ids"], got["documents"] or [], strict=False))
+                self.texts_fetched += len(texts)
                 # a chunk the manifest names but Chroma lacks is left out: ``repair`` reports it
                 self.bm25.upsert([(cid, texts[cid] or "", wanted[cid][1]) for cid in ids if cid in texts])
         self.synced = wanted
