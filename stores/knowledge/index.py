@@ -261,13 +261,11 @@ class KnowledgeIndex:
     ) -> None:
         """Empty a knowledge base whatever embedder built it (collection, BM25, manifest): the first step
         of re-indexing with another embedder. Open instances must ``reset()`` or be recreated."""
-        from stores.bm25_index import BM25Index
-
         manifest = _manifest(Path(directory) / collection, chroma_url, database_url, collection)
         with manifest.lock():
             with contextlib.suppress(Exception):  # no such collection: nothing to drop
                 chroma_client(directory, chroma_url).delete_collection(collection)
-            BM25Index(manifest.directory / "bm25").clear()
+            _open_bm25(manifest.directory / "bm25", rebuildable=bool(chroma_url and database_url)).clear()
             manifest.clear()
             manifest.set_meta(embedder="", dim=0)
 

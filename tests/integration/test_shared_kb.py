@@ -263,3 +263,6 @@ def test_a_reopened_replica_fetches_only_what_changed_and_rebuilds_a_broken_loca
     assert b.index.texts_fetched == 3
     assert retrievers(b, "parking permits facilities") == {"parking.md#0": ["bm25", "vector"]}
     assert b.index_ids()["bm25"] == b.index_ids()["manifest"]
+    local.write_bytes(b"not a database" * 100)
+    KnowledgeBase.drop(tmp_path / "b", **store_backend.kwargs())  # the first step of a re-index: no error
+    assert open_kb("b").index_ids() == {"chroma": set(), "bm25": set(), "manifest": set()}
