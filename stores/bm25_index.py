@@ -169,12 +169,13 @@ class BM25Index:
         with self._lock:
             return {chunk_id: self._tags.get(chunk_id, "") for chunk_id in self._docs}
 
-    def set_tags(self, tags: dict[str, str]) -> None:
-        """Tag chunks already indexed (ids not indexed are ignored): the caller vouches that each row holds
-        the text its tag describes."""
+    def tag_untagged(self, tags: dict[str, str]) -> None:
+        """Tag indexed chunks that have no tag yet (others are left alone): the caller vouches that each
+        such row holds the text its tag describes. A row tagged meanwhile by someone else keeps that tag:
+        if it is wrong, it differs from the manifest's, and the next comparison fetches the text again."""
         with self._lock:
             for chunk_id, tag in tags.items():
-                if chunk_id in self._docs and self._tags.get(chunk_id, "") != tag:
+                if chunk_id in self._docs and not self._tags.get(chunk_id) and tag:
                     self._tags[chunk_id] = tag
                     self._pending_tags[chunk_id] = tag
             self._autosave()

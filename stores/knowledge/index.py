@@ -113,7 +113,7 @@ class KnowledgeIndex:
         self.groups_seen = None  # our own write may have added groups
         self.known = None
         if self.shared:  # our BM25 already holds what we wrote: record it, for our next sync and restart
-            self.bm25.set_tags(_wanted(self.manifest.records().values()))
+            self.bm25.tag_untagged(_wanted(self.manifest.records().values()))
 
     def sync_bm25(self, page: int = 1000) -> int:
         """Shared mode: bring this process's BM25 to the shared manifest, reading changed texts from

@@ -239,7 +239,7 @@ def test_analyzer_change_flags_reindex(tmp_path: Path, monkeypatch: pytest.Monke
 def test_tags_are_saved_with_their_rows_and_any_untagged_write_forgets_them(tmp_path: Path) -> None:
     index = BM25Index(tmp_path)
     index.upsert([("a", "alpha text", ["public"]), ("b", "beta text", ["public"])], tags={"a": "h1"})
-    index.set_tags({"b": "h2", "gone": "h3"})  # ids not indexed are ignored
+    index.tag_untagged({"a": "h0", "b": "h2", "gone": "h3"})  # tagged rows and ids not indexed: left alone
     assert BM25Index(tmp_path).tags() == {"a": "h1", "b": "h2"}
     rebuilds = index.rebuilds
     index.search("alpha", 5)
@@ -259,5 +259,5 @@ def test_a_file_from_before_tags_opens_with_every_row_untagged(tmp_path: Path) -
         db.execute("""INSERT INTO chunks VALUES ('a', 'alpha', '["public"]')""")
     index = BM25Index(tmp_path)
     assert index.tags() == {"a": ""} and index.search("alpha", 5)[0][0] == "a"
-    index.set_tags({"a": "h1"})
+    index.tag_untagged({"a": "h1"})
     assert BM25Index(tmp_path).tags() == {"a": "h1"}
