@@ -4,6 +4,7 @@ Process A (this one) bulk-loads synthetic chunks (hashing embedder, see ``kb_spe
 shared KB. Process B (``--replica``, a subprocess with its own data dir) then:
 
 - opens the shared KB: its BM25 index is built from every text Chroma holds (the **BM25 reload** time);
+  later it is opened again on the same data dir (the **BM25 restart** time, and the texts it had to fetch);
 - runs the hybrid queries (**p50/p95 on B**), compared with one embedded process (local Chroma + SQLite,
   same corpus, in A) in the same run;
 - queries in a loop while A ingests one new file; the **freshness** is the time from A's ingest returning
@@ -164,6 +165,10 @@ def run(size: int, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     done_file.touch()
     found = json.loads(b.stdout.readline())["found_at"]
     b.wait(timeout=60)
+    started = time.perf_counter()  # B restarts on its own data dir: what its local BM25 copy saves
+    reopened = KnowledgeBase(tmp / f"b{size}", embedder=EMBEDDER, **shared)
+    out["bm25_restart_s"] = round(time.perf_counter() - started, 2)
+    out["restart_texts_fetched"] = reopened.index.texts_fetched
     out["ingest_to_b_finds_ms"] = {k: round(1000 * (v - finished), 1) for k, v in sorted(found.items())}
     out["a_vector_finds_new_chunk"] = "fresh.md#0" in [
         p["id"] for p in a.search(FRESH_QUERY, top_k=3, mode="vector")

@@ -3,7 +3,7 @@
 Why this shape:
 
 * **Persistence is per-chunk rows, not a pickled matrix.** ``<dir>/bm25.sqlite3`` holds
-  ``(id, tokens, groups)``; every ``save()`` writes only what changed since the last one, in one SQLite
+  ``(id, tokens, groups, tag)``; every ``save()`` writes only what changed since the last one, in one SQLite
   transaction, so a crash leaves either the old or the new state and a one-chunk update costs one row.
   The bm25s score matrix lives in memory only and is rebuilt from the rows.
 * **Rebuilds are lazy.** Changes bump a counter; the first search afterwards rebuilds once, so an
@@ -45,7 +45,9 @@ if TYPE_CHECKING:
 INDEX_FILE = "bm25.sqlite3"
 _MASK_CACHE_SIZE = 256
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS chunks (id TEXT PRIMARY KEY, tokens TEXT NOT NULL, groups TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS chunks (
+    id TEXT PRIMARY KEY, tokens TEXT NOT NULL, groups TEXT NOT NULL, tag TEXT NOT NULL DEFAULT ''
+);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 log = logging.getLogger(__name__)
@@ -113,6 +115,8 @@ class BM25Index:
         with self._connect() as db:
             db.execute("PRAGMA journal_mode=WAL")
             db.executescript(_SCHEMA)
+            if "tag" not in {row[1] for row in db.execute("PRAGMA table_info(chunks)")}:  # an older file
+                db.execute("ALTER TABLE chunks ADD COLUMN tag TEXT NOT NULL DEFAULT ''")
             db.execute("INSERT OR IGNORE INTO meta VALUES ('analyzer', ?)", (ANALYZER_VERSION,))
         self._load()
 
@@ -133,9 +137,13 @@ class BM25Index:
             self._vocab: dict[str, int] = {}
             self._docs: dict[str, _Doc] = {}
             self._groupsets: dict[frozenset[str], frozenset[str]] = {}
-            self._pending: dict[str, tuple[str, str] | None] = {}  # id -> (tokens, groups) or None = delete
-            for chunk_id, tokens, groups in db.execute("SELECT id, tokens, groups FROM chunks"):
+            self._tags: dict[str, str] = {}  # id -> the caller's tag of what the row holds ('': none)
+            self._pending: dict[str, tuple[str, str, str] | None] = {}  # id -> (tokens, groups, tag) | None
+            self._pending_tags: dict[str, str] = {}  # id -> a new tag for an unchanged row
+            for chunk_id, tokens, groups, tag in db.execute("SELECT id, tokens, groups, tag FROM chunks"):
                 self._docs[chunk_id] = self._doc(tokens.split(), json.loads(groups))
+                if tag:
+                    self._tags[chunk_id] = tag
             self._snapshot = _Snapshot()
             self._changes += 1
 
@@ -155,19 +163,45 @@ class BM25Index:
         with self._lock:
             return set(self._docs)
 
+    def tags(self) -> dict[str, str]:
+        """Every indexed chunk id -> its tag ('' when none): what a caller recorded of the text it indexed
+        (shared mode: content hash and groups), saved with the row, so it outlives the process."""
+        with self._lock:
+            return {chunk_id: self._tags.get(chunk_id, "") for chunk_id in self._docs}
+
+    def tag_untagged(self, tags: dict[str, str]) -> None:
+        """Tag indexed chunks that have no tag yet (others are left alone): the caller vouches that each
+        such row holds the text its tag describes. A row tagged meanwhile by someone else keeps that tag:
+        if it is wrong, it differs from the manifest's, and the next comparison fetches the text again."""
+        with self._lock:
+            for chunk_id, tag in tags.items():
+                if chunk_id in self._docs and not self._tags.get(chunk_id) and tag:
+                    self._tags[chunk_id] = tag
+                    self._pending_tags[chunk_id] = tag
+            self._autosave()
+
     def groups_of(self, chunk_id: str) -> frozenset[str]:
         """The groups that may see ``chunk_id``; ``KeyError`` if it is not indexed."""
         return self._docs[chunk_id].groups
 
     # -- writes ----------------------------------------------------------------------------------
-    def upsert(self, items: Sequence[tuple[str, str, frozenset[str] | Sequence[str]]]) -> None:
-        """Index ``(chunk_id, text, groups)`` triples, replacing any earlier text of the same ids."""
+    def upsert(
+        self,
+        items: Sequence[tuple[str, str, frozenset[str] | Sequence[str]]],
+        tags: dict[str, str] | None = None,
+    ) -> None:
+        """Index ``(chunk_id, text, groups)`` triples, replacing any earlier text of the same ids; each
+        row's tag becomes ``tags[chunk_id]``, or '' (unknown) when not given."""
         for chunk_id, text, _ in items:  # validate everything before changing anything
             if not isinstance(text, str):
                 raise TypeError(f"text of {chunk_id!r} must be a string, got {type(text).__name__}")
-        self.upsert_terms([(chunk_id, tokenize(text), groups) for chunk_id, text, groups in items])
+        self.upsert_terms([(chunk_id, tokenize(text), groups) for chunk_id, text, groups in items], tags)
 
-    def upsert_terms(self, items: Sequence[tuple[str, list[str], frozenset[str] | Sequence[str]]]) -> None:
+    def upsert_terms(
+        self,
+        items: Sequence[tuple[str, list[str], frozenset[str] | Sequence[str]]],
+        tags: dict[str, str] | None = None,
+    ) -> None:
         """``upsert`` with texts already tokenized by ``stores.text_analysis.tokenize``: ingest tokenizes
         in its reading thread, while the embedder runs, and hands the terms over."""
         prepared: list[tuple[str, list[str], frozenset[str]]] = []
@@ -183,13 +217,19 @@ class BM25Index:
             return
         with self._lock:
             for chunk_id, terms, groupset in prepared:
+                tag = tags.get(chunk_id, "") if tags else ""
                 doc = self._doc(terms, groupset)
                 old = self._docs.get(chunk_id)
-                if old is not None and old.terms == doc.terms and old.groups == doc.groups:
+                same = old is not None and old.terms == doc.terms and old.groups == doc.groups
+                if same and self._tags.get(chunk_id, "") == tag:
                     continue  # re-ingesting unchanged text costs no rebuild
                 self._docs[chunk_id] = doc
-                self._pending[chunk_id] = (" ".join(terms), json.dumps(sorted(groupset), ensure_ascii=False))
-                self._changes += 1
+                self._set_tag(chunk_id, tag)
+                self._pending_tags.pop(chunk_id, None)  # the row below carries the tag
+                groups = json.dumps(sorted(groupset), ensure_ascii=False)
+                self._pending[chunk_id] = (" ".join(terms), groups, tag)
+                if not same:
+                    self._changes += 1
             self._autosave()
 
     def remove(self, chunk_ids: Iterable[str]) -> int:
@@ -201,11 +241,19 @@ class BM25Index:
             for chunk_id in chunk_ids:
                 if self._docs.pop(chunk_id, None) is not None:
                     self._pending[chunk_id] = None
+                    self._pending_tags.pop(chunk_id, None)
+                    self._tags.pop(chunk_id, None)
                     removed += 1
             if removed:
                 self._changes += 1
                 self._autosave()
         return removed
+
+    def _set_tag(self, chunk_id: str, tag: str) -> None:
+        if tag:
+            self._tags[chunk_id] = tag
+        else:
+            self._tags.pop(chunk_id, None)
 
     def clear(self) -> None:
         """Drop every chunk and stamp the current analyzer (the first step of a re-index)."""
@@ -224,14 +272,17 @@ class BM25Index:
     def save(self) -> None:
         """Write the changes since the last save in one transaction (atomic: all or nothing)."""
         with self._lock:
-            if not self._pending:
+            if not self._pending and not self._pending_tags:
                 return
             rows = [(cid, *row) for cid, row in self._pending.items() if row is not None]
             gone = [(cid,) for cid, row in self._pending.items() if row is None]
+            retag = [(tag, cid) for cid, tag in self._pending_tags.items()]
             with self._connect() as db:
                 db.executemany("DELETE FROM chunks WHERE id = ?", gone)
-                db.executemany("INSERT OR REPLACE INTO chunks VALUES (?, ?, ?)", rows)
+                db.executemany("INSERT OR REPLACE INTO chunks VALUES (?, ?, ?, ?)", rows)
+                db.executemany("UPDATE chunks SET tag = ? WHERE id = ?", retag)
             self._pending.clear()  # only once committed: a failed save is retried by the next one
+            self._pending_tags.clear()
 
     @contextmanager
     def batch(self) -> Iterator[None]:

@@ -14,6 +14,9 @@ Deleting, reading back, counting and repairing need no more than this state, so 
 from __future__ import annotations
 
 import contextlib
+import json
+import logging
+import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -27,6 +30,8 @@ from stores.manifest import FileRecord, Manifest
 
 if TYPE_CHECKING:
     from stores.bm25_index import BM25Index
+
+log = logging.getLogger(__name__)
 
 
 class KnowledgeIndex:
@@ -46,8 +51,6 @@ class KnowledgeIndex:
         database_url: str = "",
         collection: str = "knowledge",
     ) -> None:
-        from stores.bm25_index import BM25Index
-
         self.data_dir = Path(directory)
         self.kb_dir = self.data_dir / collection
         self.embedder = embedder
@@ -64,12 +67,12 @@ class KnowledgeIndex:
             )
         self.collection_name = collection
         self.collection = open_collection(self.client, collection, embedder)
-        self.bm25: BM25Index = BM25Index(self.kb_dir / "bm25")
+        self.bm25: BM25Index = _open_bm25(self.kb_dir / "bm25", rebuildable=self.shared)
         self.generation = self.manifest.generation()
         self.groups_seen: frozenset[str] | None = None  # every group of an indexed document
         self._refresh_lock = threading.Lock()
         self.known: set[str] | None = None  # the manifest's chunk ids: the only ones search may serve
-        self.synced: dict[str, tuple[str, tuple[str, ...]]] = {}  # shared mode: chunk -> (hash, groups) in BM25
+        self.texts_fetched = 0  # shared mode: chunk texts read from Chroma into BM25 (tests, diagnostics)
         if self.shared:
             self.sync_bm25()
         elif self.bm25.needs_reindex:  # the tokenizer changed: re-tokenize the texts Chroma holds
@@ -109,28 +112,37 @@ class KnowledgeIndex:
         self.generation = self.manifest.generation()
         self.groups_seen = None  # our own write may have added groups
         self.known = None
-        if self.shared:  # our BM25 already holds what we wrote
-            self.synced = _wanted(self.manifest.records().values())
+        if self.shared:  # our BM25 already holds what we wrote: record it, for our next sync and restart
+            self.bm25.tag_untagged(_wanted(self.manifest.records().values()))
 
     def sync_bm25(self, page: int = 1000) -> int:
         """Shared mode: bring this process's BM25 to the shared manifest, reading changed texts from
-        Chroma; returns the chunks (re)indexed. Unchanged chunks cost nothing, so a replica pays for
-        what other processes wrote, and for everything once, when it opens."""
+        Chroma; returns the chunks (re)indexed.
+
+        Each BM25 row is tagged with the content hash and groups the manifest gave for the text it holds,
+        saved with the row; a row whose tag differs from the manifest's (or that has none: written by an
+        ingest not yet recorded, or by an older version) is fetched again. So a replica pays for what
+        other processes wrote, and for everything only when its local copy is missing or unreadable."""
         generation = self.manifest.generation()  # read first: a write during the sync moves it again
-        wanted = _wanted(self.manifest.records().values())
-        if not self.synced and (len(self.bm25) or self.bm25.needs_reindex):
-            self.bm25.clear()  # a copy from an earlier run: its state relative to the manifest is unknown
-        stale = [cid for cid in self.bm25.ids() if cid not in wanted]
-        fetch = [cid for cid, have in wanted.items() if self.synced.get(cid) != have]
+        records = self.manifest.records().values()
+        wanted = _wanted(records)
+        if self.bm25.needs_reindex:
+            self.bm25.clear()  # tokenized by another analyzer: nothing in it can be kept
+        have = self.bm25.tags()
+        stale = [cid for cid in have if cid not in wanted]
+        fetch = [cid for cid, tag in wanted.items() if have.get(cid) != tag]
+        missing = set(fetch)
+        groups = {cid: r.groups for r in records for cid in r.chunk_ids if cid in missing}
         with self.bm25.batch():
             self.bm25.remove(stale)
             for start in range(0, len(fetch), page):
                 ids = fetch[start : start + page]
                 got = self.collection.get(ids=ids, include=["documents"])
                 texts = dict(zip(got["ids"], got["documents"] or [], strict=False))
+                self.texts_fetched += len(texts)
                 # a chunk the manifest names but Chroma lacks is left out: ``repair`` reports it
-                self.bm25.upsert([(cid, texts[cid] or "", wanted[cid][1]) for cid in ids if cid in texts])
-        self.synced = wanted
+                rows = [(cid, texts[cid] or "", groups[cid]) for cid in ids if cid in texts]
+                self.bm25.upsert(rows, tags={cid: wanted[cid] for cid, _, _ in rows})
         self.generation = generation
         self.groups_seen = None
         self.bm25.warm()
@@ -249,13 +261,11 @@ class KnowledgeIndex:
     ) -> None:
         """Empty a knowledge base whatever embedder built it (collection, BM25, manifest): the first step
         of re-indexing with another embedder. Open instances must ``reset()`` or be recreated."""
-        from stores.bm25_index import BM25Index
-
         manifest = _manifest(Path(directory) / collection, chroma_url, database_url, collection)
         with manifest.lock():
             with contextlib.suppress(Exception):  # no such collection: nothing to drop
                 chroma_client(directory, chroma_url).delete_collection(collection)
-            BM25Index(manifest.directory / "bm25").clear()
+            _open_bm25(manifest.directory / "bm25", rebuildable=bool(chroma_url and database_url)).clear()
             manifest.clear()
             manifest.set_meta(embedder="", dim=0)
 
@@ -280,10 +290,27 @@ def _manifest(kb_dir: Path, chroma_url: str, database_url: str, collection: str)
     return Manifest(kb_dir, database_url=shared, namespace=collection)
 
 
-def _wanted(records: Iterable[FileRecord]) -> dict[str, tuple[str, tuple[str, ...]]]:
-    """chunk id -> (content hash, groups): what BM25 must hold for these manifest records."""
-    return {
-        cid: (digest, tuple(record.groups))
-        for record in records
-        for cid, digest in zip(record.chunk_ids, record.chunk_hashes, strict=True)
-    }
+def _wanted(records: Iterable[FileRecord]) -> dict[str, str]:
+    """chunk id -> tag (content hash and groups): what BM25 must hold for these manifest records."""
+    wanted = {}
+    for record in records:
+        groups = json.dumps(sorted(record.groups), ensure_ascii=False)
+        for cid, digest in zip(record.chunk_ids, record.chunk_hashes, strict=True):
+            wanted[cid] = f"{digest} {groups}"
+    return wanted
+
+
+def _open_bm25(directory: Path, *, rebuildable: bool) -> BM25Index:
+    """The BM25 index under ``directory``; when it can be rebuilt from the shared stores (a replica's
+    copy), an unreadable file is set aside and started afresh instead of failing the process."""
+    from stores.bm25_index import INDEX_FILE, BM25Index
+
+    try:
+        return BM25Index(directory)
+    except sqlite3.DatabaseError as exc:
+        if not rebuildable:
+            raise
+        log.warning("%s: unreadable (%s); rebuilding it from the shared knowledge base", directory, exc)
+        for suffix in ("", "-wal", "-shm"):
+            (directory / f"{INDEX_FILE}{suffix}").unlink(missing_ok=True)
+        return BM25Index(directory)

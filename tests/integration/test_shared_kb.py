@@ -211,3 +211,58 @@ def test_the_database_going_away_mid_ingest_fails_in_one_line_and_a_rerun_leaves
     ids = kb.index_ids()
     assert ids["chroma"] == ids["bm25"] == ids["manifest"] == {"doc0.md#0", "doc1.md#0", "doc2.md#0"}
     assert retrievers(kb, "zanzibar project part 1")["doc1.md#0"] == ["bm25", "vector"]
+
+
+def test_a_reopened_replica_fetches_only_what_changed_and_rebuilds_a_broken_local_copy(
+    tmp_path: Path, store_backend: Backend
+) -> None:
+    if not store_backend.shared:
+        pytest.skip("only a replica (shared mode) builds its keyword index from another store's texts")
+
+    def open_kb(home: str) -> KnowledgeBase:
+        return KnowledgeBase(tmp_path / home, embedder=HashingEmbedder(), **store_backend.kwargs())
+
+    docs = tmp_path / "docs"
+    write(docs / "release.md", "Version 5.2 ships the new export wizard.")
+    write(docs / "leave.md", "Employees get ten days of annual leave.")
+    write(docs / "travel.md", "Travel expenses are reimbursed within a month.")
+    a = open_kb("a")
+    a.ingest(docs)
+    assert open_kb("b").index.texts_fetched == 3  # the first open reads everything
+    b = open_kb("b")  # a restart: the local copy is current
+    assert b.index.texts_fetched == 0
+    assert retrievers(b, "annual leave") == {"leave.md#0": ["bm25", "vector"]}
+
+    # while B is down, A changes one document, prunes one, adds one and regroups one
+    write(docs / "release.md", "Version 5.3 ships the new import wizard.")
+    (docs / "travel.md").unlink()
+    write(docs / "lunch.md", "Cafeteria lunch is served from noon.")
+    a.ingest(docs, prune=True)
+    a.ingest(docs / "leave.md", groups=["hr"])
+    b = open_kb("b")
+    assert b.index.texts_fetched == 3  # release, lunch and leave (its groups): not the unchanged rest
+    assert b.search("travel expenses reimbursed", mode="bm25") == []
+    assert b.search("annual leave", mode="bm25") == []  # public no longer sees it
+    assert [p["id"] for p in b.search("annual leave", mode="bm25", groups=["hr"])] == ["leave.md#0"]
+    assert retrievers(b, "import wizard 5.3") == {"release.md#0": ["bm25", "vector"]}
+
+    # B stays open; A deletes and adds: B's next query fetches the one new text
+    write(docs / "parking.md", "Parking permits are issued by facilities.")
+    a.ingest(docs / "parking.md")
+    a.delete_document("lunch.md")
+    assert retrievers(b, "parking permits facilities") == {"parking.md#0": ["bm25", "vector"]}
+    assert b.index.texts_fetched == 4
+    assert "lunch.md#0" not in {p["id"] for p in b.search("cafeteria lunch noon", mode="bm25")}
+
+    # a damaged local copy is rebuilt from the shared stores, with no error
+    local = tmp_path / "b" / "knowledge" / "bm25" / "bm25.sqlite3"
+    for extra in ("-wal", "-shm"):
+        Path(f"{local}{extra}").unlink(missing_ok=True)
+    local.write_bytes(b"not a database" * 100)
+    b = open_kb("b")
+    assert b.index.texts_fetched == 3
+    assert retrievers(b, "parking permits facilities") == {"parking.md#0": ["bm25", "vector"]}
+    assert b.index_ids()["bm25"] == b.index_ids()["manifest"]
+    local.write_bytes(b"not a database" * 100)
+    KnowledgeBase.drop(tmp_path / "b", **store_backend.kwargs())  # the first step of a re-index: no error
+    assert open_kb("b").index_ids() == {"chroma": set(), "bm25": set(), "manifest": set()}

@@ -234,3 +234,30 @@ def test_analyzer_change_flags_reindex(tmp_path: Path, monkeypatch: pytest.Monke
     stale.clear()
     assert len(stale) == 0 and not stale.needs_reindex
     assert not BM25Index(tmp_path).needs_reindex
+
+
+def test_tags_are_saved_with_their_rows_and_any_untagged_write_forgets_them(tmp_path: Path) -> None:
+    index = BM25Index(tmp_path)
+    index.upsert([("a", "alpha text", ["public"]), ("b", "beta text", ["public"])], tags={"a": "h1"})
+    index.tag_untagged({"a": "h0", "b": "h2", "gone": "h3"})  # tagged rows and ids not indexed: left alone
+    assert BM25Index(tmp_path).tags() == {"a": "h1", "b": "h2"}
+    rebuilds = index.rebuilds
+    index.search("alpha", 5)
+    index.upsert([("a", "alpha text", ["public"])], tags={"a": "h9"})  # same text, new tag: no rebuild
+    index.search("alpha", 5)
+    assert index.rebuilds == rebuilds + 1
+    index.upsert([("b", "beta changed", ["public"])])  # written without a tag: unknown again
+    index.remove(["a"])
+    assert BM25Index(tmp_path).tags() == {"b": ""}
+
+
+def test_a_file_from_before_tags_opens_with_every_row_untagged(tmp_path: Path) -> None:
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / INDEX_FILE) as db:
+        db.execute("CREATE TABLE chunks (id TEXT PRIMARY KEY, tokens TEXT NOT NULL, groups TEXT NOT NULL)")
+        db.execute("""INSERT INTO chunks VALUES ('a', 'alpha', '["public"]')""")
+    index = BM25Index(tmp_path)
+    assert index.tags() == {"a": ""} and index.search("alpha", 5)[0][0] == "a"
+    index.tag_untagged({"a": "h1"})
+    assert BM25Index(tmp_path).tags() == {"a": "h1"}
