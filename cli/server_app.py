@@ -102,7 +102,9 @@ class ReplicaHeartbeat:
 class SelfCheckedApp:
     """Pass everything through, but fail the lifespan startup when the auth probe does not get its 401s."""
 
-    def __init__(self, inner: ASGIApp, *, require_auth: bool, heartbeat: ReplicaHeartbeat | None = None) -> None:
+    def __init__(
+        self, inner: ASGIApp, *, require_auth: bool, heartbeat: ReplicaHeartbeat | None = None
+    ) -> None:
         self.inner = inner
         self.require_auth = require_auth
         self.heartbeat = heartbeat
@@ -148,9 +150,12 @@ def create_app() -> SelfCheckedApp:
     from aegra_api.main import app as aegra_app
     from aegra_api.services.executor import executor
 
-    from cli.server_wait import install
+    from cli import server_runs, server_wait
 
-    install(executor)  # runs.wait/join notice a run's end within 0.25 s, not at Aegra's next 2 s tick
+    server_wait.install(
+        executor
+    )  # runs.wait/join notice a run's end within 0.25 s, not at Aegra's next 2 s tick
+    server_runs.install()  # a run's end survives a short Postgres outage; an unfinished run keeps its lease
 
     replica_id, database_url = os.environ.get(REPLICA_ENV, ""), os.environ.get("DATABASE_URL", "")
     heartbeat = ReplicaHeartbeat(replica_id, database_url) if replica_id and database_url else None

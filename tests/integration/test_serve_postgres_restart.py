@@ -99,7 +99,8 @@ def test_postgres_restarted_mid_load_fails_runs_cleanly_and_later_runs_succeed(
     srv, cluster = stack
     out, stop = Outcomes(), threading.Event()
     clients = [
-        threading.Thread(target=_client_loop, args=(srv.url, i, out, stop), daemon=True) for i in range(CLIENTS)
+        threading.Thread(target=_client_loop, args=(srv.url, i, out, stop), daemon=True)
+        for i in range(CLIENTS)
     ]
     for thread in clients:
         thread.start()
@@ -155,5 +156,7 @@ def test_postgres_restarted_mid_load_fails_runs_cleanly_and_later_runs_succeed(
                 unreadable.append((t, exc.response.status_code))
     finally:
         alice.close()
-    assert not left, f"runs left pending/running after Postgres came back: {left}"
+    assert not left, (
+        f"runs left pending/running after Postgres came back: {left}\n{srv.log_about(*(r for _, r, _ in left))}"
+    )
     assert not unreadable, f"threads whose state cannot be read: {unreadable}"
