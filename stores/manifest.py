@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from stores.sql import StoreUnavailableError, connect_postgres, postgres_address
+from stores.sql import connect_postgres, postgres_lost
 
 log = logging.getLogger(__name__)
 MANIFEST_FILE = "manifest.sqlite3"
@@ -131,7 +131,7 @@ class Manifest:
             conn = getattr(self._pg, "conn", None)
             if conn is None or conn.closed:
                 conn = self._pg.conn = connect_postgres(self.database_url, dict_rows=True)
-            with _postgres_lost(self.database_url, conn), conn.transaction():
+            with postgres_lost(self.database_url, conn), conn.transaction():
                 yield conn
             return
         with closing(sqlite3.connect(self.path, timeout=30)) as db:
@@ -178,7 +178,7 @@ class Manifest:
             return
         # its own connection: the lock lives as long as the session, and a crash releases it
         with connect_postgres(self.database_url) as conn:
-            with _postgres_lost(self.database_url, conn):
+            with postgres_lost(self.database_url, conn):
                 if not conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (self.lock_key,)).fetchone()[0]:
                     log.warning(WAITING, self.lock_key)
                     conn.execute("SELECT pg_advisory_lock(hashtext(%s))", (self.lock_key,))
@@ -195,7 +195,7 @@ class Manifest:
         dropped it, another writer may have run meanwhile, so nothing is recorded (a re-run reconciles)."""
         conn = getattr(self._pg, "lock_conn", None) if self.shared else None
         if conn is not None:
-            with _postgres_lost(self.database_url, conn):
+            with postgres_lost(self.database_url, conn):
                 conn.execute("SELECT 1")
 
     # -- files -----------------------------------------------------------------------------------
@@ -294,21 +294,3 @@ class Manifest:
         with self._connect() as db:
             row = db.execute(self._sql("SELECT value FROM {meta} WHERE key = 'generation'")).fetchone()
         return int(row["value"]) if row else 0
-
-
-@contextmanager
-def _postgres_lost(url: str, conn: Any) -> Iterator[None]:
-    """Turn a connection the database dropped mid-way (restart, failover, ``pg_terminate_backend``) into
-    one message naming the setting; the caller's transaction is rolled back, so nothing half-written stays."""
-    import psycopg
-
-    try:
-        yield
-    except psycopg.OperationalError as exc:
-        if not conn.closed and not conn.broken:
-            raise
-        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise StoreUnavailableError(
-            f"KB_AGENT_DATABASE_URL: lost the connection to Postgres at {postgres_address(url)} ({reason}); "
-            "nothing of this write was recorded: run the command again once the database is back"
-        ) from None

@@ -7,6 +7,8 @@ configured; the code above differs only in the parameter placeholder, which this
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -65,3 +67,21 @@ def open_database(sqlite_file: str | Path, url: str = "") -> Database:
     conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=30)
     conn.execute("PRAGMA journal_mode=WAL")
     return Database(conn, "?", False)
+
+
+@contextmanager
+def postgres_lost(url: str, conn: Any) -> Iterator[None]:
+    """Turn a connection the database dropped mid-way (restart, failover, ``pg_terminate_backend``) into
+    one message naming the setting; the caller's transaction is rolled back, so nothing half-written stays."""
+    import psycopg
+
+    try:
+        yield
+    except psycopg.OperationalError as exc:
+        if not conn.closed and not conn.broken:
+            raise
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise StoreUnavailableError(
+            f"KB_AGENT_DATABASE_URL: lost the connection to Postgres at {postgres_address(url)} ({reason}); "
+            "nothing of this write was recorded: run the command again once the database is back"
+        ) from None
