@@ -46,7 +46,7 @@ def restore_document(trash_id: int = typer.Argument(..., help="The id `trash lis
     try:
         record = _kb().restore(trash_id)  # type: ignore[attr-defined]
     except TrashError as exc:
-        err.print(f"[red]error:[/red] {shown(str(exc))}")
+        err.print(f"[red]error:[/red] {shown(str(exc))}", soft_wrap=True)
         raise typer.Exit(2) from None
     out.print(f"restored {shown(record.source)} ({len(record.chunk_ids)} chunks)")
 
@@ -58,4 +58,7 @@ def purge(
 ) -> None:
     """Delete for good."""
     removed = _kb().trash.purge(trash_id, everything=everything)  # type: ignore[attr-defined]
+    if trash_id is not None and not everything and not removed:
+        err.print(f"[red]error:[/red] nothing in the trash has id {trash_id} (kb-agent trash list)", soft_wrap=True)
+        raise typer.Exit(2)
     out.print(f"{removed} document(s) deleted for good")

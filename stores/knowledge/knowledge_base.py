@@ -63,7 +63,10 @@ class KnowledgeBase:
         self.index = KnowledgeIndex(
             directory, embedder=embedder, chroma_url=chroma_url, database_url=database_url, collection=collection
         )
-        self.trash = Trash(self.index.kb_dir, trash_days)
+        # the trash lives where the manifest does: shared by the replicas in shared mode, else beside it
+        self.trash = Trash(
+            self.index.kb_dir, trash_days, database_url=self.index.manifest.database_url, namespace=collection
+        )
         self.searcher = Searcher(self.index, settings)
         # The index's fixed parts, as attributes of the knowledge base (none of them is ever replaced).
         self.data_dir = self.index.data_dir

@@ -5,7 +5,10 @@ and every chunk's text, metadata and vector. A document in the trash is in none 
 no search can return it. Restoring puts it back in all three under the manifest lock; a document that
 was ingested again meanwhile is not overwritten.
 
-The trash is a SQLite file beside the manifest (``<kb_dir>/trash.sqlite3``).
+The trash lives where the manifest does: a SQLite file beside it (``<kb_dir>/trash.sqlite3``) by default,
+and in shared mode (a ``postgresql://`` database URL and a Chroma server) the Postgres table
+``kb_<collection>_trash``, so a document deleted through one replica is listed, restored or purged through
+any other, and survives the loss of the replica that deleted it.
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import sqlite3
+import logging
+import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,13 +26,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from stores.manifest import FileRecord
+from stores.sql import Database, is_postgres, open_database, postgres_lost
 
 if TYPE_CHECKING:
     from stores.knowledge.index import KnowledgeIndex
 
+log = logging.getLogger(__name__)
+TRASH_FILE = "trash.sqlite3"
 SCHEMA = """
-CREATE TABLE IF NOT EXISTS trash (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
+CREATE TABLE IF NOT EXISTS {table} (
+    id {serial} PRIMARY KEY{autoincrement},
     source TEXT NOT NULL,
     deleted_at TEXT NOT NULL,
     record TEXT NOT NULL,
@@ -56,20 +63,42 @@ class TrashItem:
 
 
 class Trash:
-    """The deleted documents of one knowledge base, kept ``days`` days (0: deletions are final)."""
+    """The deleted documents of one knowledge base, kept ``days`` days (0: deletions are final).
 
-    def __init__(self, kb_dir: str | Path, days: float = 7.0) -> None:
-        self.path = Path(kb_dir) / "trash.sqlite3"
+    ``database_url`` (``postgresql://``, given only in shared mode) keeps them in Postgres under
+    ``namespace`` (the collection) instead of ``<kb_dir>/trash.sqlite3``.
+    """
+
+    def __init__(
+        self, kb_dir: str | Path, days: float = 7.0, *, database_url: str = "", namespace: str = "knowledge"
+    ) -> None:
+        self.path = Path(kb_dir) / TRASH_FILE
         self.days = days
+        self.database_url = database_url if is_postgres(database_url) else ""
+        self.shared = bool(self.database_url)
+        self.table = "kb_" + re.sub(r"[^a-z0-9_]", "_", namespace.lower()) + "_trash" if self.shared else "trash"
         self._lock = threading.Lock()
+        self._database: Database | None = None
         with self._db() as db:
-            db.execute(SCHEMA)
+            if self.shared:  # two replicas creating the table at once collide in Postgres's catalog
+                db.execute("SELECT pg_advisory_xact_lock(hashtext('kb-agent:schema'))")
+            serial, autoincrement = ("BIGSERIAL", "") if self.shared else ("INTEGER", " AUTOINCREMENT")
+            db.execute(SCHEMA.format(table=self.table, serial=serial, autoincrement=autoincrement))
 
     @contextlib.contextmanager
-    def _db(self) -> Iterator[sqlite3.Connection]:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._lock, contextlib.closing(sqlite3.connect(self.path, timeout=30)) as db, db:
-            yield db
+    def _db(self) -> Iterator[Any]:
+        """The connection, for one transaction; a Postgres connection the server dropped is opened again,
+        and losing it mid-way is one message naming KB_AGENT_DATABASE_URL."""
+        with self._lock:
+            database = self._database
+            if database is None or (database.postgres and (database.conn.closed or database.conn.broken)):
+                database = self._database = open_database(self.path, self.database_url)
+            conn = database.conn
+            if database.postgres:
+                with postgres_lost(self.database_url, conn), conn.transaction():
+                    yield _Marked(conn, database.mark)
+            else:  # autocommit: each statement here is a transaction of its own
+                yield _Marked(conn, database.mark)
 
     def put(self, record: FileRecord, chunks: list[dict[str, Any]]) -> int:
         """Keep a deleted document; returns its trash id."""
@@ -80,13 +109,14 @@ class Trash:
             json.dumps(chunks, ensure_ascii=False),
         )
         with self._db() as db:
-            return int(db.execute("INSERT INTO trash (source, deleted_at, record, chunks) VALUES (?, ?, ?, ?)", row).lastrowid)
+            sql = f"INSERT INTO {self.table} (source, deleted_at, record, chunks) VALUES (?, ?, ?, ?) RETURNING id"
+            return int(db.execute(sql, row).fetchall()[0][0])  # all: SQLite commits once the statement ends
 
     def items(self) -> list[TrashItem]:
         """What can still be restored, newest first (expired documents are purged first)."""
         self.purge()
         with self._db() as db:
-            rows = db.execute("SELECT id, source, deleted_at, record FROM trash ORDER BY id DESC").fetchall()
+            rows = db.execute(f"SELECT id, source, deleted_at, record FROM {self.table} ORDER BY id DESC").fetchall()
         out = []
         for trash_id, source, deleted_at, record in rows:
             data = json.loads(record)
@@ -96,20 +126,41 @@ class Trash:
     def peek(self, trash_id: int) -> tuple[FileRecord, list[dict[str, Any]]]:
         """What restores one document (it stays in the trash until ``purge(trash_id)``)."""
         with self._db() as db:
-            row = db.execute("SELECT record, chunks FROM trash WHERE id = ?", (trash_id,)).fetchone()
+            row = db.execute(f"SELECT record, chunks FROM {self.table} WHERE id = ?", (trash_id,)).fetchone()
         if row is None:
-            raise TrashError(f"nothing in the trash has id {trash_id} (kb-agent trash list)")
+            raise TrashError(
+                f"nothing in the trash has id {trash_id}: it was restored or purged already, or never there "
+                "(kb-agent trash list)"
+            )
         return FileRecord(**json.loads(row[0])), json.loads(row[1])
 
     def purge(self, trash_id: int | None = None, *, everything: bool = False) -> int:
         """Delete for good: one id, everything, or (by default) what is older than ``days``."""
         with self._db() as db:
             if trash_id is not None:
-                return db.execute("DELETE FROM trash WHERE id = ?", (trash_id,)).rowcount
+                return int(db.execute(f"DELETE FROM {self.table} WHERE id = ?", (trash_id,)).rowcount or 0)
             if everything:
-                return db.execute("DELETE FROM trash").rowcount
+                return int(db.execute(f"DELETE FROM {self.table}").rowcount or 0)
             cutoff = (datetime.now(UTC) - timedelta(days=self.days)).isoformat(timespec="seconds")
-            return db.execute("DELETE FROM trash WHERE deleted_at < ?", (cutoff,)).rowcount
+            return int(db.execute(f"DELETE FROM {self.table} WHERE deleted_at < ?", (cutoff,)).rowcount or 0)
+
+    def close(self) -> None:
+        """Close the connection (the next call opens it again)."""
+        with self._lock:
+            if self._database is not None:
+                self._database.conn.close()
+                self._database = None
+
+
+@dataclass(frozen=True)
+class _Marked:
+    """A connection whose ``execute`` takes ``?`` placeholders on either backend."""
+
+    conn: Any
+    mark: str
+
+    def execute(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
+        return self.conn.execute(sql.replace("?", self.mark), params)
 
 
 def move_to_trash(index: KnowledgeIndex, trash: Trash, source: str) -> tuple[int, int | None]:
@@ -147,15 +198,15 @@ def restore(index: KnowledgeIndex, trash: Trash, trash_id: int) -> FileRecord:
             raise TrashError(
                 f"{record.source!r} was ingested again since it was deleted; delete that one first to restore"
             )
-        if chunks:
-            index.collection.add(
+        if chunks:  # upsert: chunks a crashed restore left behind are strays, not the document
+            index.collection.upsert(
                 ids=[c["id"] for c in chunks],
                 embeddings=[c["embedding"] for c in chunks],
                 documents=[c["text"] for c in chunks],
                 metadatas=[c["metadata"] for c in chunks],
             )
             index.bm25.upsert([(c["id"], c["text"], record.groups) for c in chunks])
-        index.manifest.apply([record], [])
+        index.manifest.apply([record], [])  # moves the index version: every replica's BM25 follows
         index.wrote()
         trash.purge(trash_id)  # last: a crash before this leaves it restorable, never lost
     return record
