@@ -228,7 +228,10 @@ class Settings:
     )
     database_url: str = field(
         default="",
-        metadata={"description": "postgresql://… for feedback and audit (empty: SQLite under data_dir)."},
+        metadata={
+            "description": "postgresql://… for feedback, audit and the memory outbox; with chroma_url, also the "
+            "knowledge base's manifest, ingest lock and trash (empty: SQLite under data_dir)."
+        },
     )
     long_term_memory: bool = field(
         default=True,

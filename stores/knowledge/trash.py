@@ -18,6 +18,7 @@ import dataclasses
 import json
 import logging
 import re
+import sqlite3
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -84,6 +85,21 @@ class Trash:
                 db.execute("SELECT pg_advisory_xact_lock(hashtext('kb-agent:schema'))")
             serial, autoincrement = ("BIGSERIAL", "") if self.shared else ("INTEGER", " AUTOINCREMENT")
             db.execute(SCHEMA.format(table=self.table, serial=serial, autoincrement=autoincrement))
+        if self.shared and self.path.exists():
+            self._warn_local_file()
+
+    def _warn_local_file(self) -> None:
+        """A trash file left in this data dir (the embedded mode's, or from before the trash was shared)
+        is neither listed nor adopted: its documents may come from another knowledge base or embedder."""
+        with contextlib.suppress(sqlite3.Error), contextlib.closing(sqlite3.connect(self.path, timeout=5)) as local:
+            (count,) = local.execute("SELECT count(*) FROM trash").fetchone()
+            if count:
+                log.warning(
+                    "%s holds %d deleted document(s) kept before this knowledge base was shared; the shared "
+                    "trash does not list them (unset KB_AGENT_DATABASE_URL and KB_AGENT_CHROMA_URL to see them)",
+                    self.path,
+                    count,
+                )
 
     @contextlib.contextmanager
     def _db(self) -> Iterator[Any]:

@@ -202,3 +202,45 @@ def test_any_replica_purges_what_is_older_than_trash_days_and_an_unknown_id_is_a
     purged = kb_agent("trash", "purge", "--all", env=b_env)
     assert purged.returncode == 0 and "1 document(s) deleted for good" in purged.stdout
     assert a.trash.items() == []
+
+
+@pytest.mark.postgres
+def test_a_lost_database_is_one_error_naming_the_setting_and_the_next_call_reconnects(
+    tmp_path: Path, shared_backend: dict[str, str]
+) -> None:
+    import psycopg
+
+    from stores.sql import StoreUnavailableError
+
+    kb = _kb(tmp_path, Backend("shared", shared_backend))
+    _, trash_id = kb.delete_to_trash("leave.md")
+    with psycopg.connect(shared_backend["KB_AGENT_DATABASE_URL"], autocommit=True) as conn:
+        conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+    with pytest.raises(StoreUnavailableError, match="KB_AGENT_DATABASE_URL: lost the connection") as lost:
+        kb.trash.items()
+    assert "\n" not in str(lost.value)
+    assert [i.id for i in kb.trash.items()] == [trash_id]  # a new connection: nothing was lost
+
+    env = {**shared_backend, "KB_AGENT_HOME": str(tmp_path / "b"), "KB_AGENT_EMBEDDER": "hashing"}
+    env["KB_AGENT_DATABASE_URL"] = "postgresql://kb:secret@127.0.0.1:1/kb"
+    for args in (("trash", "list"), ("trash", "restore", str(trash_id)), ("trash", "purge", "--all")):
+        done = kb_agent(*args, env=env)
+        line = done.stderr.strip()
+        assert done.returncode == 1 and "KB_AGENT_DATABASE_URL" in line and len(line.splitlines()) == 1, line
+        assert "secret" not in line
+
+
+def test_a_local_trash_file_is_not_listed_by_the_shared_trash_and_says_so(
+    tmp_path: Path, store_backend: Backend, caplog: pytest.LogCaptureFixture
+) -> None:
+    if not store_backend.shared:
+        pytest.skip("only a shared knowledge base leaves a data dir's own trash file aside")
+    embedded = _kb(tmp_path, Backend("embedded", {}))  # this data dir's own knowledge base, first
+    embedded.delete_to_trash("leave.md")
+    embedded.trash.close()
+    shared = _open(tmp_path / "home", store_backend)
+    assert shared.trash.items() == []
+    assert "1 deleted document(s) kept before this knowledge base was shared" in caplog.text
