@@ -24,6 +24,7 @@ from graph.api import NoPendingApprovalError, open_agent
 from graph.open_stores import open_knowledge_base
 from graph.settings import Settings
 from models.scripted import ScriptedChatModel, tool_call
+from tests.integration.conftest import Backend
 from tools.approval import InvalidApprovalError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,7 +65,7 @@ def test_approve_removes_the_document_from_both_retrievers(kb_home: Path) -> Non
     assert _indexed("agents.md")["chroma"] and open_knowledge_base(Settings()).stats()["documents"] == 2
 
 
-def test_a_deleted_document_can_be_restored_from_the_trash_by_command(kb_home: Path) -> None:
+def test_a_deleted_document_can_be_restored_from_the_trash_by_command(kb_home: Path, store_backend: Backend) -> None:
     graph = build_graph(InMemorySaver())
     config = {"configurable": {"thread_id": "t", "user_id": "alice"}}
     paused = graph.invoke({"messages": [HumanMessage("删除文档 rag.md")]}, config, context=Settings(**ADMIN))
