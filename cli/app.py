@@ -29,6 +29,7 @@ from graph.api import Agent, Answer, EmptyQuestionError, ThreadBusyError, open_a
 from graph.settings import ConfigError, Settings, env_table
 from models.errors import ModelConfigError, ModelError
 from stores.checkpoint import CheckpointConfigError
+from stores.chroma import EmbeddingMismatchError
 from stores.disk import disk_full
 from stores.sql import StoreUnavailableError
 from stores.threads import ThreadOwnershipError
@@ -93,9 +94,7 @@ def approval_prompt(console: Console) -> Any:
     def approve(payload: dict[str, Any]) -> dict[str, Any]:
         if payload.get("error"):
             console.print(f"[yellow]{shown(str(payload['error']))}[/yellow]")
-        console.print(
-            f"[bold yellow]approval needed[/bold yellow]: {shown(str(payload.get('description')))}"
-        )
+        console.print(f"[bold yellow]approval needed[/bold yellow]: {shown(str(payload.get('description')))}")
         try:
             yes = typer.confirm("Approve this call?", default=False, err=True)
         except typer.Abort:
@@ -149,9 +148,15 @@ def ask(
     user: str | None = typer.Option(None, "--user", "-u", help="Who is asking (default: KB_AGENT_USER_ID)."),
     as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON."),
     verbose: bool = typer.Option(
-        False, "--verbose", "-v", "--trace", help="Trace each step live on stderr: rounds, tools, passages, memories."
+        False,
+        "--verbose",
+        "-v",
+        "--trace",
+        help="Trace each step live on stderr: rounds, tools, passages, memories.",
     ),
-    offline: bool = typer.Option(False, "--offline", "--demo", help="Use the offline model whatever is configured."),
+    offline: bool = typer.Option(
+        False, "--offline", "--demo", help="Use the offline model whatever is configured."
+    ),
 ) -> None:
     """Ask one question and print the answer."""
     _setup(False)
@@ -258,8 +263,12 @@ def chat(
     thread: str = typer.Option("default", "--thread", "-t", help="Thread to continue."),
     user: str | None = typer.Option(None, "--user", "-u", help="Who is chatting."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Log each step to stderr."),
-    trace: bool = typer.Option(False, "--trace", help="Trace each step live: rounds, tools, passages, memories."),
-    offline: bool = typer.Option(False, "--offline", "--demo", help="Use the offline model whatever is configured."),
+    trace: bool = typer.Option(
+        False, "--trace", help="Trace each step live: rounds, tools, passages, memories."
+    ),
+    offline: bool = typer.Option(
+        False, "--offline", "--demo", help="Use the offline model whatever is configured."
+    ),
 ) -> None:
     """Chat in a REPL; the thread is kept across restarts."""
     _setup(verbose)
@@ -430,7 +439,9 @@ def main() -> None:
     signal.signal(signal.SIGTERM, _interrupt)
     try:
         app()
-    except StoreUnavailableError as exc:  # a database or Chroma server lost mid-command: one line, never a traceback
+    except (StoreUnavailableError, EmbeddingMismatchError) as exc:
+        # a database or Chroma server lost mid-command, or a knowledge base another embedder built (the
+        # message says how to re-index): one line, never a traceback
         err.print(f"[red]error:[/red] {shown(str(exc))}", soft_wrap=True)
         sys.exit(1)
 

@@ -68,6 +68,12 @@ def ingest(
         None, "--groups", "-g", help="Access groups for these files, e.g. hr,eng."
     ),
     prune: bool = typer.Option(False, "--prune", help="Remove documents whose files are gone."),
+    reindex: bool = typer.Option(
+        False,
+        "--reindex",
+        help="First empty the whole knowledge base (every document, its trash too), then ingest PATHS with "
+        "the current KB_AGENT_EMBEDDER: the way to switch embedders.",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Add or update documents; unchanged files are skipped, changed ones replace exactly their chunks."""
@@ -76,6 +82,13 @@ def ingest(
         _fail(f"no such file or folder: {', '.join(missing)}", 2)
     settings = Settings()
     group_list = [g.strip() for g in groups.split(",") if g.strip()] if groups else None
+    if reindex:
+        from stores.knowledge import KnowledgeBase
+
+        KnowledgeBase.drop(
+            settings.data_dir, chroma_url=settings.chroma_url, database_url=settings.database_url
+        )
+        err.print(f"emptied the knowledge base; re-indexing with {settings.embedder}")
     try:
         kb = open_knowledge_base(settings, create=True)
         with ingest_bar(err, "ingesting") as report:  # on stderr: with --json too, stdout stays the report
@@ -229,7 +242,9 @@ def evaluate(
         False, "--per-query", help="Also list every question: its ranks, hits and misses, failures first."
     ),
     answers: bool = typer.Option(
-        False, "--answers", help="Also answer each question and check citations (and faithfulness, with a model)."
+        False,
+        "--answers",
+        help="Also answer each question and check citations (and faithfulness, with a model).",
     ),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
@@ -247,7 +262,9 @@ def evaluate(
     ctx = _context(None, groups)
     if dataset.is_dir():
         if answers:
-            _fail("--answers needs the seed's JSON test set against your knowledge base, not a BEIR folder", 2)
+            _fail(
+                "--answers needs the seed's JSON test set against your knowledge base, not a BEIR folder", 2
+            )
         kb, queries, problems, id_map = _beir_index(dataset, ctx)
 
         def to_doc(chunk_id: str) -> str:
@@ -275,7 +292,9 @@ def evaluate(
     planner = _eval_planner(ctx, calls) if DECOMPOSED in chosen else None
     if DECOMPOSED in chosen and planner is None:
         chosen.remove(DECOMPOSED)
-        problems.append(f"{DECOMPOSED} skipped: the offline model does not decompose questions (configure an endpoint)")
+        problems.append(
+            f"{DECOMPOSED} skipped: the offline model does not decompose questions (configure an endpoint)"
+        )
         if not chosen:
             _fail(f"nothing to evaluate: {DECOMPOSED} needs a model endpoint", 2)
 
@@ -297,9 +316,7 @@ def evaluate(
             best[doc] = max(best.get(doc, float("-inf")), score)
         return sorted(best.items(), key=lambda item: -item[1])[:limit]
 
-    results = evaluate_modes(
-        search_ids, queries, chosen, k, model_calls=lambda: calls[0], details=per_query
-    )
+    results = evaluate_modes(search_ids, queries, chosen, k, model_calls=lambda: calls[0], details=per_query)
     checks = None
     if answers:
         from cli.eval_answers import answer_checks
@@ -311,7 +328,9 @@ def evaluate(
         typer.echo(json_text(results if checks is None else {**results, "answers": checks}))
         return
     table = Table("metric", *chosen)
-    metrics = [key for key, v in next(iter(results.values())).items() if key != "queries" and not isinstance(v, dict)]
+    metrics = [
+        key for key, v in next(iter(results.values())).items() if key != "queries" and not isinstance(v, dict)
+    ]
     for metric in metrics:
         table.add_row(metric, *(_cell(results[m][metric]) for m in chosen))
     out.print(table)
@@ -333,7 +352,9 @@ def _print_breakdowns(results: dict[str, dict[str, Any]], modes: list[str], k: i
     if "by_type" in first:
         table = Table("type", "queries", *(f"{m} {ndcg}" for m in modes))
         for kind, row in first["by_type"].items():
-            table.add_row(kind, str(row["queries"]), *(_cell(results[m]["by_type"][kind][ndcg]) for m in modes))
+            table.add_row(
+                kind, str(row["queries"]), *(_cell(results[m]["by_type"][kind][ndcg]) for m in modes)
+            )
         out.print(table)
     for mode in modes if "per_query" in first else ():
         table = Table("query", "type", ndcg, "hits (rank)", "misses", title=f"per query: {mode}")

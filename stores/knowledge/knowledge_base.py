@@ -61,7 +61,11 @@ class KnowledgeBase:
         self.chunk_tokens = chunk_tokens
         self.trash_days = trash_days
         self.index = KnowledgeIndex(
-            directory, embedder=embedder, chroma_url=chroma_url, database_url=database_url, collection=collection
+            directory,
+            embedder=embedder,
+            chroma_url=chroma_url,
+            database_url=database_url,
+            collection=collection,
         )
         # the trash lives where the manifest does: shared by the replicas in shared mode, else beside it
         self.trash = Trash(
@@ -176,10 +180,25 @@ class KnowledgeBase:
     def drop(
         directory: str | Path, *, chroma_url: str = "", database_url: str = "", collection: str = "knowledge"
     ) -> None:
-        """Empty a knowledge base whatever embedder built it (collection, BM25, manifest): the first step
-        of re-indexing with another embedder. Open instances must ``reset()`` or be recreated."""
-        KnowledgeIndex.drop(directory, chroma_url=chroma_url, database_url=database_url, collection=collection)
+        """Empty a knowledge base whatever embedder built it (collection, BM25, manifest, trash): the first
+        step of re-indexing with another embedder. Open instances must ``reset()`` or be recreated.
+
+        The trash goes too: its chunks carry the old embedder's vectors, which a restore would put into a
+        collection of another embedder (another dimension, or the same one and meaningless distances)."""
+        KnowledgeIndex.drop(
+            directory, chroma_url=chroma_url, database_url=database_url, collection=collection
+        )
+        trash = Trash(
+            Path(directory) / collection,
+            database_url=database_url if chroma_url else "",
+            namespace=collection,
+        )
+        try:
+            trash.purge(everything=True)
+        finally:
+            trash.close()
 
     def reset(self) -> None:
         """``drop`` this knowledge base and keep using this instance on the empty one."""
         self.index.reset()
+        self.trash.purge(everything=True)

@@ -61,7 +61,9 @@ def _deleted_days_ago(monkeypatch: pytest.MonkeyPatch, days: float) -> None:
     monkeypatch.setattr(trash_module, "datetime", Clock)
 
 
-def test_a_deleted_document_is_unsearchable_then_restored_whole(tmp_path: Path, store_backend: Backend) -> None:
+def test_a_deleted_document_is_unsearchable_then_restored_whole(
+    tmp_path: Path, store_backend: Backend
+) -> None:
     kb = _kb(tmp_path, store_backend)
     assert "leave.md" in _sources(kb)
     removed, trash_id = kb.delete_to_trash("leave.md")
@@ -116,7 +118,16 @@ def test_a_document_deleted_through_one_replica_is_listed_and_restored_through_a
     for kb in (a, b):
         assert retrievers(kb, "annual leave")["leave.md#0"] == ["bm25", "vector"]
 
-    call = ["tools", "call", "delete_document", "--args", '{"doc_id": "leave.md"}', "--roles", "admin", "--json"]
+    call = [
+        "tools",
+        "call",
+        "delete_document",
+        "--args",
+        '{"doc_id": "leave.md"}',
+        "--roles",
+        "admin",
+        "--json",
+    ]
     deleted = subprocess.run(  # the delete_document tool, approved at A's terminal
         [sys.executable, "-m", "cli", *call],
         cwd=ROOT,
@@ -133,7 +144,9 @@ def test_a_document_deleted_through_one_replica_is_listed_and_restored_through_a
 
     listed = kb_agent("trash", "list", "--json", env=b_env)
     assert listed.returncode == 0, listed.stderr
-    assert [(i["id"], i["source"], i["chunks"]) for i in json.loads(listed.stdout)] == [(trash_id, "leave.md", 1)]
+    assert [(i["id"], i["source"], i["chunks"]) for i in json.loads(listed.stdout)] == [
+        (trash_id, "leave.md", 1)
+    ]
     restored = kb_agent("trash", "restore", str(trash_id), env=b_env)
     assert restored.returncode == 0 and "restored leave.md" in restored.stdout, restored.stderr
     for kb in (a, b):  # the shared index version moved: both replicas' BM25 follow, as after an ingest
@@ -244,3 +257,42 @@ def test_a_local_trash_file_is_not_listed_by_the_shared_trash_and_says_so(
     shared = _open(tmp_path / "home", store_backend)
     assert shared.trash.items() == []
     assert "1 deleted document(s) kept before this knowledge base was shared" in caplog.text
+
+
+class _OtherEmbedder(HashingEmbedder):
+    """Another embedder (name and dimension) than the CLI's ``hashing``: what a KB_AGENT_EMBEDDER switch meets."""
+
+    name = "other"
+
+    def __init__(self) -> None:
+        super().__init__(dim=64)
+
+
+def test_ingest_reindex_switches_embedders_and_empties_the_trash_of_old_vectors(
+    tmp_path: Path, store_backend: Backend
+) -> None:
+    """The mismatch error names ``kb-agent ingest --reindex PATH``; that command must exist and leave nothing
+    of the old embedder behind, the trash included (its 64-dim vectors cannot go into a 256-dim collection)."""
+    home = tmp_path / "home"
+    old = KnowledgeBase(home, embedder=_OtherEmbedder(), **store_backend.kwargs())
+    docs = _docs(tmp_path)
+    old.ingest([docs])
+    _, trash_id = old.delete_to_trash("leave.md")
+    assert trash_id is not None
+    env = {"KB_AGENT_HOME": str(home), "KB_AGENT_EMBEDDER": "hashing"}
+
+    refused = kb_agent("ingest", str(docs), env=env)
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr, refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+    assert "built with embedder 'other'" in refused.stderr and "kb-agent ingest --reindex" in refused.stderr
+
+    done = kb_agent("ingest", "--reindex", str(docs), "--json", env=env)
+    assert done.returncode == 0, done.stderr
+    assert sorted(json.loads(done.stdout)["added"]) == ["leave.md", "travel.md"]
+    assert "emptied the knowledge base" in done.stderr
+    new = _open(home, store_backend)  # the hashing embedder: opens without a mismatch now
+    assert new.stats()["embedder"] == "hashing" and new.stats()["documents"] == 2
+    assert new.trash.items() == []  # the old vectors went with the old collection
+    with pytest.raises(TrashError):
+        new.restore(trash_id)
+    assert all("leave.md" in _sources(new, mode) for mode in ("vector", "bm25"))
