@@ -20,7 +20,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from cli.kb import _beir_index
+from cli.kb_eval import _beir_index
 from graph.settings import Settings
 from stores.bm25_index import BM25Index
 from stores.evaluation import evaluate_modes, load_beir
