@@ -23,6 +23,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from graph.builder import build_graph
 from graph.open_stores import RunMemory
 from models.request_reading import split_appended
+from tests.fixtures.in_flight import InFlight
 from tests.fixtures.openai_server import OpenAIServer, ScriptedReply
 
 TURNS = 4
@@ -35,19 +36,11 @@ class InFlightEndpoint:
 
     def __init__(self, parties: int) -> None:
         self.gather = threading.Barrier(parties, timeout=GATHER_WAIT)
-        self.lock = threading.Lock()
-        self.now = 0
-        self.peak = 0
+        self.in_flight = InFlight()
 
     def __call__(self, body: dict[str, Any]) -> ScriptedReply:
-        with self.lock:
-            self.now += 1
-            self.peak = max(self.peak, self.now)
-        try:
+        with self.in_flight.request():
             return self.reply(body)
-        finally:
-            with self.lock:
-                self.now -= 1
 
     def reply(self, body: dict[str, Any]) -> ScriptedReply:
         # after a tool result the budget note comes alone, as a user message: read past it
@@ -106,4 +99,4 @@ def test_concurrent_turns_on_one_event_loop_have_their_model_requests_in_flight_
         assert not isinstance(values, BaseException), repr(values)
         last = values[-1]["messages"][-1]
         assert isinstance(last, AIMessage) and product in last.text
-    assert endpoint.peak == TURNS
+    assert endpoint.in_flight.peak == TURNS
