@@ -17,7 +17,9 @@ Postgres database made with CREATE DATABASE on the running cluster, and redis-se
 
 Long-term memory and query rewriting are off (they would add model calls per turn), and no knowledge base is
 ingested: what is measured is the server and the agent loop. Aegra's own defaults are kept (3 workers x
-10 jobs, 30 s leases); ``langgraph dev`` runs with its defaults (10 jobs per worker).
+10 jobs, 30 s leases); ``langgraph dev`` gets ``--n-jobs-per-worker 10`` (``--dev-jobs``), what its help
+calls the default: without the flag langgraph-cli 0.4 runs one run at a time (``--dev-jobs 0`` measures that).
+For the slow scenarios the endpoint also reports the most requests it answered at once and the mean while busy.
 
     KB_TEST_SERVER_VENV=/path/to/py312-venv KB_TEST_POSTGRES_URL=postgresql://postgres:postgres@127.0.0.1:5432/postgres \\
         python bench/server_concurrency.py [--only serve-slow,dev-slow] [--threads 50] [--turns 3] [--json out.json]
@@ -48,6 +50,7 @@ sys.path.insert(0, str(ROOT))
 from langgraph_sdk import get_sync_client  # noqa: E402
 
 from models.request_reading import split_appended  # noqa: E402
+from tests.fixtures.in_flight import InFlight  # noqa: E402
 from tests.fixtures.openai_server import OpenAIServer, ScriptedReply  # noqa: E402
 from tests.fixtures.serve import (  # noqa: E402
     FINAL,
@@ -101,7 +104,7 @@ def question(worker: int, turn: int) -> tuple[str, str]:
 # -- the model endpoint ---------------------------------------------------------------------------------
 
 
-def slow_endpoint(latency: float) -> OpenAIServer:
+def slow_endpoint(latency: float, inflight: InFlight) -> OpenAIServer:
     """The loopback endpoint answering after ``latency``: a calculator call for a question, then an answer."""
     import re
 
@@ -109,7 +112,8 @@ def slow_endpoint(latency: float) -> OpenAIServer:
         return split_appended(f"\n\n{message.get('content') or ''}")[0].strip()
 
     def reply(body: dict[str, Any]) -> ScriptedReply:
-        time.sleep(latency)  # each request on its own server thread: they overlap as a provider's would
+        with inflight.request():
+            time.sleep(latency)  # each request on its own server thread: they overlap as a provider's would
         # the turn's budget note travels appended to the question, or alone as a last user message after a
         # tool result (the prompt-prefix layout): read past it, or every round looks like a new question
         messages = [m for m in body["messages"] if m.get("role") != "user" or unmarked(m)]
@@ -273,13 +277,13 @@ def figures(name: str, load: Load, wall: float) -> Result:
 def run_dev(name: str, tmp: Path, args: argparse.Namespace, endpoint: OpenAIServer | None) -> Result:
     env = dev_env(tmp / "home")
     env.update(QUIET, **model_env(endpoint))
-    srv = DevServer(env, tmp / "dev.log").start()
+    srv = DevServer(env, tmp / "dev.log", jobs=args.dev_jobs or None).start()
     try:
         load, wall = drive([srv.url], args.threads, args.turns, authenticated=False)
     finally:
         srv.stop()
     result = figures(name, load, wall)
-    result.extra["startup_s"] = round(srv.startup_seconds, 1)
+    result.extra.update(startup_s=round(srv.startup_seconds, 1), jobs=args.dev_jobs or "cli default")
     return result
 
 
@@ -361,6 +365,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, default=3)
     parser.add_argument("--latency", type=float, default=0.5, help="seconds per request of the slow endpoint")
     parser.add_argument("--only", default=",".join(SCENARIOS), help=f"comma-separated, of {', '.join(SCENARIOS)}")
+    parser.add_argument(
+        "--dev-jobs", type=int, default=10, help="langgraph dev's --n-jobs-per-worker (0: leave it out, 1 run at a time)"
+    )
     parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args(argv)
     chosen = [s.strip() for s in args.only.split(",") if s.strip()]
@@ -375,12 +382,14 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("KB_TEST_POSTGRES_URL must name a Postgres this script may CREATE DATABASE on")
 
     results: list[Result] = []
-    with tempfile.TemporaryDirectory(prefix="kb-server-bench-") as temp, slow_endpoint(args.latency) as slow:
+    inflight = InFlight()
+    with tempfile.TemporaryDirectory(prefix="kb-server-bench-") as temp, slow_endpoint(args.latency, inflight) as slow:
         for name in chosen:
             tmp = Path(temp) / name
             tmp.mkdir()
             endpoint = slow if name.endswith("-slow") else None
             asked = len(slow.requests)
+            inflight.reset()
             print(f"[{time.strftime('%H:%M:%S')}] {name} ...", flush=True)
             result = run_scenario(name, tmp, args, endpoint)
             if endpoint is not None and result.turns:
@@ -388,6 +397,7 @@ def main(argv: list[str] | None = None) -> int:
                 result.rounds_per_turn = round(result.model_requests / (result.turns + result.failed), 2)
                 result.ideal_s = round(args.turns * result.rounds_per_turn * args.latency, 2)
                 result.wall_over_ideal = round(result.wall_s / result.ideal_s, 2)
+                result.extra.update(endpoint_peak_in_flight=inflight.peak, endpoint_mean_in_flight=round(inflight.mean(), 2))
             print(f"    {json.dumps(asdict(result), ensure_ascii=False)}", flush=True)
             results.append(result)
     report(results, args)
@@ -399,13 +409,15 @@ def main(argv: list[str] | None = None) -> int:
 def report(results: list[Result], args: argparse.Namespace) -> None:
     """A markdown table, and each kb-agent serve figure against ``langgraph dev`` of the same run."""
     print(f"\n{args.threads} threads x {args.turns} turns, all at once\n")
-    print("| scenario | turns ok / failed | wall s | turns/s | p50 s | p95 s | wall / ideal |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("| scenario | turns ok / failed | wall s | turns/s | p50 s | p95 s | wall / ideal | in flight: peak, mean |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for r in results:
         ideal = f"{r.wall_over_ideal:.2f}x (ideal {r.ideal_s:.1f} s)" if r.ideal_s else ""
+        peak, mean = r.extra.get("endpoint_peak_in_flight"), r.extra.get("endpoint_mean_in_flight")
+        flight = f"{peak}, {mean:.1f}" if peak is not None else ""
         print(
             f"| {r.scenario} | {r.turns} / {r.failed} | {r.wall_s:.1f} | {r.turns_per_s:.2f} | {r.p50_s:.2f} "
-            f"| {r.p95_s:.2f} | {ideal} |"
+            f"| {r.p95_s:.2f} | {ideal} | {flight} |"
         )
     by = {r.scenario: r for r in results}
     for ours, peer in (("serve", "dev"), ("serve-2", "dev"), ("serve-2", "serve"), ("serve-slow", "dev-slow")):

@@ -1,7 +1,8 @@
 """End to end through ``langgraph dev``: the graph served by the LangGraph API server, driven by the SDK.
 
 One server (``langgraph.json`` at the repo root, in-memory runtime, the server's own checkpointer) is
-started for the module on a free loopback port; the tests talk to it over HTTP with ``langgraph_sdk``.
+started for the module in a working directory of its own (``dev_config``: nothing an earlier server left in
+``.langgraph_api`` is loaded) on a free loopback port; the tests talk to it over HTTP with ``langgraph_sdk``.
 No model is configured, so the agent runs its offline deterministic model and nothing leaves loopback.
 """
 
@@ -23,6 +24,8 @@ import httpx
 import pytest
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
+
+from tests.fixtures.serve import dev_config
 
 pytestmark = pytest.mark.server
 
@@ -127,11 +130,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     assert ingest.returncode == 0, ingest.stderr
 
     port = _free_port()
+    workdir = tmp / "langgraph-dev"
     cmd = [
         str(exe),
         "dev",
         "--config",
-        "langgraph.json",
+        str(dev_config(workdir)),
         "--host",
         "127.0.0.1",
         "--port",
@@ -143,7 +147,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     with log.open("wb") as log_file:
         proc = subprocess.Popen(
             cmd,
-            cwd=REPO_ROOT,
+            cwd=workdir,
             env=_server_env(tmp / "kb-home"),
             stdin=subprocess.DEVNULL,
             stdout=log_file,

@@ -24,6 +24,7 @@ import pytest
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
+from tests.fixtures.serve import dev_config
 from tests.integration.test_langgraph_dev import (
     GRAPH_ID,
     REPO_ROOT,
@@ -75,13 +76,14 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     caps = {"KB_AGENT_MAX_ROUNDS": str(MAX_ROUNDS), "KB_AGENT_MAX_TOP_K": str(MAX_TOP_K)}
     env.update(KB_AGENT_API_TOKENS=json.dumps(TOKENS), **caps)
     port = _free_port()
-    cmd = [str(exe), "dev", "--config", "langgraph.json", "--host", "127.0.0.1", "--port", str(port)]
+    workdir = tmp / "langgraph-dev"  # its own .langgraph_api: nothing an earlier server left is loaded
+    cmd = [str(exe), "dev", "--config", str(dev_config(workdir)), "--host", "127.0.0.1", "--port", str(port)]
     cmd += ["--no-browser", "--no-reload"]
     log = tmp / "server.log"
     started = time.monotonic()
     with log.open("wb") as log_file:
         proc = subprocess.Popen(
-            cmd, cwd=REPO_ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log_file,
+            cmd, cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=log_file,
             stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
     srv = Server(url=f"http://127.0.0.1:{port}", log=log, proc=proc, startup_seconds=0.0)
