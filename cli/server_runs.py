@@ -13,19 +13,29 @@ expired leases only), so nothing ever ends it, and every ``runs.join`` on it wai
 - ``release_if_final``: a worker leaving a run that is still pending/running in the database keeps its
   lease instead of clearing it. The lease then expires and the reaper hands the run back, to be resumed
   from its checkpoint or failed after ``BG_JOB_MAX_RETRIES``: the recovery of a killed process, with the
-  same bound (lease + reaper interval + the run).
+  same bound (lease + reaper interval + the run);
+- ``ThreadLocks``: one run per thread at a time. Aegra keeps a run's ``multitask_strategy`` but does not
+  enforce it, so runs of one thread created together (a double submit; a retry after a create whose answer a
+  kill cut off, while the first one still ran later) executed at once from the same checkpoint, and the thread
+  kept one branch: a turn whose success the client saw was gone from it (found by the kill -9 test). Each run
+  now holds its thread's lock from before LangGraph reads the state until its end is written: an asyncio lock
+  in the process, and with Redis a lock shared by every replica whose time-to-live a live holder renews, so a
+  holder killed with -9 frees it within that time (well inside the lease the killed run waits out anyway).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 FINALIZE_PATIENCE = 20.0  # seconds by default: 2/3 of Aegra's 30 s lease (``install`` scales it to the lease)
 FIRST_DELAY = 0.25
 MAX_DELAY = 2.0
+LOCK_POLL = 0.05  # seconds between two tries of a taken thread lock in Redis
+LOCK_PREFIX = "kb-agent:thread-lock:"
 
 log = logging.getLogger("kb_agent.serve")
 
@@ -62,10 +72,78 @@ async def patiently(
             attempt += 1
 
 
+class ThreadLocks:
+    """One run per thread at a time: in this process, and across replicas when ``redis`` (a factory of
+    Aegra's async Redis client) is given. ``ttl`` bounds how long a dead holder keeps a thread locked."""
+
+    def __init__(self, redis: Callable[[], Any] | None = None, *, ttl: float = 10.0) -> None:
+        self.redis = redis
+        self.ttl = ttl
+        self._local: dict[str, asyncio.Lock] = {}
+        self._users: dict[str, int] = {}
+
+    @contextlib.asynccontextmanager
+    async def hold(self, thread_id: str, run_id: str) -> AsyncIterator[None]:
+        """Wait for the thread, hold it for the body; a cancellation while waiting takes nothing."""
+        self._users[thread_id] = self._users.get(thread_id, 0) + 1
+        local = self._local.setdefault(thread_id, asyncio.Lock())
+        try:
+            async with local, self._shared(thread_id, run_id):
+                yield
+        finally:
+            self._users[thread_id] -= 1
+            if not self._users[thread_id]:  # nobody holds or waits: the lock object goes
+                del self._users[thread_id]
+                del self._local[thread_id]
+
+    @contextlib.asynccontextmanager
+    async def _shared(self, thread_id: str, run_id: str) -> AsyncIterator[None]:
+        if self.redis is None:
+            yield
+            return
+        from redis.exceptions import LockError, RedisError
+
+        lock = self.redis().lock(
+            LOCK_PREFIX + thread_id, timeout=self.ttl, sleep=LOCK_POLL, blocking=True, thread_local=False
+        )
+        try:
+            await lock.acquire(token=run_id)
+        except (
+            RedisError
+        ) as exc:  # Redis away: runs come from Aegra's Postgres poll; this process's lock holds
+            log.warning("thread lock for run %s not shared (%s); this process's lock only", run_id, exc)
+            yield
+            return
+        renew = asyncio.create_task(self._renew(lock, run_id))
+        try:
+            yield
+        finally:
+            renew.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await renew
+            with contextlib.suppress(LockError, RedisError):  # expired or Redis away: it frees itself
+                await lock.release()
+
+    async def _renew(self, lock: Any, run_id: str) -> None:
+        """Keep a live holder's lock from expiring; a lock already lost is logged once."""
+        from redis.exceptions import LockError, RedisError
+
+        while True:
+            await asyncio.sleep(self.ttl / 3)
+            try:
+                await lock.reacquire()
+            except LockError:
+                log.warning("run %s lost its thread lock (it stalled past %.1f s)", run_id, self.ttl)
+                return
+            except RedisError as exc:
+                log.warning("run %s could not renew its thread lock: %s", run_id, exc)
+
+
 def install() -> bool:
     """Patch Aegra's run executor and worker executor in place; False (nothing changed) without Aegra."""
     try:
         from aegra_api.core.orm import Run as RunORM
+        from aegra_api.core.redis_manager import redis_manager
         from aegra_api.services import run_executor as rx
         from aegra_api.services import run_status
         from aegra_api.services import worker_executor as wx
@@ -73,9 +151,8 @@ def install() -> bool:
         from sqlalchemy import update
     except ImportError:
         return False
-    if not all(
-        hasattr(m, n) for m, n in ((rx, "finalize_run"), (wx, "finalize_run"), (wx, "_release_lease"))
-    ):
+    needed = ("finalize_run", "execute_run"), ("finalize_run", "execute_run", "_release_lease")
+    if not all(hasattr(rx, n) for n in needed[0]) or not all(hasattr(wx, n) for n in needed[1]):
         return False  # another Aegra than the one these patches were written against: leave it alone
     original = run_status.finalize_run
     patience = max(FIRST_DELAY, settings.worker.LEASE_DURATION_SECONDS * 2 / 3)
@@ -103,11 +180,24 @@ def install() -> bool:
             # Not final (its lease runs out and the reaper takes it), or already another worker's.
             log.warning("run %s: lease not released (run not final, or no longer this worker's)", run_id)
 
+    lease = settings.worker.LEASE_DURATION_SECONDS
+    shared = redis_manager.get_client if settings.redis.REDIS_BROKER_ENABLED else None
+    locks = ThreadLocks(shared, ttl=min(15.0, max(2.0, lease / 2)))
+    execute_run = rx.execute_run
+
+    async def execute_run_alone(job: Any) -> None:
+        async with locks.hold(job.identity.thread_id, job.identity.run_id):
+            await execute_run(job)
+
+    rx.execute_run = execute_run_alone  # the local executor imports it from here at each run
+    wx.execute_run = execute_run_alone
     rx.finalize_run = finalize_patiently
     wx.finalize_run = finalize_patiently
     wx._release_lease = release_if_final
     log.info(
-        "kb-agent serve: a run's end is retried for %.0f s; unfinished runs keep their lease",
-        FINALIZE_PATIENCE,
+        "kb-agent serve: one run per thread at a time (%s); a run's end is retried for %.1f s; unfinished "
+        "runs keep their lease",
+        "across replicas" if shared else "this process",
+        patience,
     )
     return True

@@ -103,6 +103,36 @@ def test_thread_run_and_state_read_back(users: dict[str, SyncLangGraphClient]) -
     assert [r["status"] for r in alice.runs.list(thread["thread_id"])] == ["success", "success"]
 
 
+def test_runs_started_together_on_one_thread_run_one_after_another(
+    users: dict[str, SyncLangGraphClient],
+) -> None:
+    """Aegra keeps a run's multitask_strategy but does not enforce it: runs of one thread created together
+    (a double submit, a retry after a create whose answer was lost to a kill) executed at once, each from
+    the same checkpoint, and the thread kept one branch: turns whose success the client saw were lost
+    (found by the kill -9 test). Every run now holds its thread's lock from before it reads the state
+    until its end is written, so all of them land, one after another."""
+    alice = users["alice"]
+    thread_id = alice.threads.create()["thread_id"]
+    sums = [(1000 + 17 * i, 7) for i in range(6)]
+    runs = [
+        alice.runs.create(
+            thread_id, GRAPH_ID, input={"messages": [{"role": "user", "content": f"计算 {a} × {b}"}]}
+        )
+        for a, b in sums
+    ]
+    for run in runs:
+        alice.runs.join(thread_id, run["run_id"])
+    assert {alice.runs.get(thread_id, r["run_id"])["status"] for r in runs} == {"success"}
+    messages = alice.threads.get_state(thread_id)["values"]["messages"]
+    for a, b in sums:
+        at = [i for i, m in enumerate(messages) if m["type"] == "human" and m["content"] == f"计算 {a} × {b}"]
+        assert len(at) == 1, (a, [m["content"] for m in messages])
+        following = messages[at[0] + 1 : at[0] + 4]  # its tool call, the result, the answer: not interleaved
+        assert [m["type"] for m in following] == ["ai", "tool", "ai"] and str(a * b) in following[-1][
+            "content"
+        ]
+
+
 def test_stream_carries_custom_tool_events(users: dict[str, SyncLangGraphClient]) -> None:
     alice = users["alice"]
     thread_id = alice.threads.create()["thread_id"]

@@ -85,3 +85,54 @@ def test_install_without_aegra_changes_nothing() -> None:
         assert server_runs.install() is False
     else:
         pytest.skip("aegra_api is installed here: the live server tests cover the patched executor")
+
+
+def test_runs_of_one_thread_take_turns_and_other_threads_do_not_wait() -> None:
+    locks, inside, most, order = server_runs.ThreadLocks(), {"t1": 0, "t2": 0}, {"t1": 0, "t2": 0}, []
+
+    async def run(thread: str, run_id: str) -> None:
+        async with locks.hold(thread, run_id):
+            inside[thread] += 1
+            most[thread] = max(most[thread], inside[thread])
+            order.append(run_id)
+            await asyncio.sleep(0)  # give every other run the chance to step in
+            await asyncio.sleep(0)
+            inside[thread] -= 1
+
+    async def main() -> None:
+        await asyncio.gather(*(run("t1", f"a{i}") for i in range(5)), *(run("t2", f"b{i}") for i in range(5)))
+
+    asyncio.run(main())
+    assert most == {"t1": 1, "t2": 1}  # never two runs of one thread at once
+    assert order[:2] == ["a0", "b0"]  # the other thread's first run did not wait for the first thread
+    assert locks._local == {} and locks._users == {}  # nothing left behind once nobody waits
+
+
+def test_a_run_cancelled_while_waiting_takes_nothing_and_the_next_one_goes_on() -> None:
+    locks, ran = server_runs.ThreadLocks(), []
+
+    async def main() -> None:
+        release = asyncio.Event()
+
+        async def holder() -> None:
+            async with locks.hold("t", "first"):
+                await release.wait()
+                ran.append("first")
+
+        async def waiter(run_id: str) -> None:
+            async with locks.hold("t", run_id):
+                ran.append(run_id)
+
+        first = asyncio.create_task(holder())
+        await asyncio.sleep(0)
+        doomed, last = asyncio.create_task(waiter("doomed")), asyncio.create_task(waiter("last"))
+        await asyncio.sleep(0)
+        doomed.cancel()  # a lease lost, a shutdown: while it waits for the thread
+        release.set()
+        await asyncio.gather(first, last)
+        with pytest.raises(asyncio.CancelledError):
+            await doomed
+
+    asyncio.run(main())
+    assert ran == ["first", "last"]
+    assert locks._local == {} and locks._users == {}
