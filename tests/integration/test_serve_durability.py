@@ -116,7 +116,10 @@ def _client_loop(url: str, index: int, ledger: Ledger, stop: threading.Event) ->
                     ledger.failed.append((on, run["run_id"], run["updated_at"]))
                 continue
             # The server died under this run (or answered with a run still in flight): wait for its end.
-            if run_id is None:  # never created (the server was down): nothing to recover
+            # Never created (the server was down), or created with its answer cut off by a kill: such a run
+            # is unknown to the client and still runs later, under its thread's lock, as a turn of its own
+            # (before that lock, it ran beside this client's next turns and lost one of them).
+            if run_id is None:
                 time.sleep(0.5)
                 continue
             killed_at = ledger.last_kill()
