@@ -1,4 +1,4 @@
-"""A run's end written again through a short Postgres outage (cli/server_runs.py), on a fake clock."""
+"""cli/server_runs.py: a run's end written again through a short Postgres outage (fake clock); one run per thread."""
 
 from __future__ import annotations
 
@@ -8,21 +8,7 @@ import pytest
 
 from cli import server_runs
 from cli.server_runs import FIRST_DELAY, MAX_DELAY, patiently
-
-
-class FakeTime:
-    """A clock that only moves when the retry sleeps."""
-
-    def __init__(self) -> None:
-        self.t = 0.0
-        self.sleeps: list[float] = []
-
-    def clock(self) -> float:
-        return self.t
-
-    async def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.t += seconds
+from tests.fixtures.fake_time import FakeTime
 
 
 class DatabaseAway(OSError):

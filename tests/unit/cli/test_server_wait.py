@@ -8,21 +8,7 @@ import pytest
 
 from cli import server_wait
 from cli.server_wait import DB_EVERY, FIRST_DELAY, MAX_DELAY, wait_until_done
-
-
-class FakeTime:
-    """A clock that only moves when the poll sleeps, so the test reads the poll's cadence, not the machine's."""
-
-    def __init__(self) -> None:
-        self.t = 0.0
-        self.sleeps: list[float] = []
-
-    def clock(self) -> float:
-        return self.t
-
-    async def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.t += seconds
+from tests.fixtures.fake_time import FakeTime
 
 
 def run(coro):  # type: ignore[no-untyped-def]
@@ -38,7 +24,11 @@ def test_returns_at_the_first_look_after_the_key_is_set() -> None:
     async def never() -> bool:
         return False
 
-    run(wait_until_done("r", timeout=300, key_is_set=key_is_set, run_is_terminal=never, clock=ft.clock, sleep=ft.sleep))
+    run(
+        wait_until_done(
+            "r", timeout=300, key_is_set=key_is_set, run_is_terminal=never, clock=ft.clock, sleep=ft.sleep
+        )
+    )
     assert ft.sleeps[0] == pytest.approx(FIRST_DELAY)
     assert max(ft.sleeps) <= MAX_DELAY
     assert ft.t < 0.3 + MAX_DELAY + 1e-9  # Aegra's loop would have answered at 2.0 s
@@ -55,7 +45,11 @@ def test_the_postgres_row_ends_the_wait_when_the_key_is_lost_or_redis_fails() ->
         db_checks.append(ft.t)
         return len(db_checks) == 2
 
-    run(wait_until_done("r", timeout=300, key_is_set=redis_down, run_is_terminal=terminal, clock=ft.clock, sleep=ft.sleep))
+    run(
+        wait_until_done(
+            "r", timeout=300, key_is_set=redis_down, run_is_terminal=terminal, clock=ft.clock, sleep=ft.sleep
+        )
+    )
     assert len(db_checks) == 2
     assert db_checks[0] >= DB_EVERY and db_checks[1] - db_checks[0] >= DB_EVERY  # the row is read rarely
 
@@ -67,7 +61,11 @@ def test_times_out_at_the_deadline() -> None:
         return False
 
     with pytest.raises(TimeoutError, match="r1"):
-        run(wait_until_done("r1", timeout=3.0, key_is_set=never, run_is_terminal=never, clock=ft.clock, sleep=ft.sleep))
+        run(
+            wait_until_done(
+                "r1", timeout=3.0, key_is_set=never, run_is_terminal=never, clock=ft.clock, sleep=ft.sleep
+            )
+        )
     assert ft.t == pytest.approx(3.0)
 
 
