@@ -22,7 +22,10 @@ log = logging.getLogger("kb_agent.serve")
 
 
 class DoneKeys:
-    """The done-keys some request is waiting for, checked together by one task on the running loop."""
+    """The done-keys some request is waiting for, checked together by one task on the running loop.
+
+    Meant for one event loop, the API's, where ``runs.wait``/``join`` wait (uvicorn runs one).
+    """
 
     def __init__(self, client: Callable[[], Any], tick: float = TICK) -> None:
         self._client = client  # called every tick: the broker may have reconnected since
