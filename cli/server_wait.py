@@ -7,19 +7,24 @@ at the next 2 s tick, so on an idle server every turn took about 2 s, and under 
 median 1 s on top of its work (bench/README.md, "where the 2 s floor goes").
 
 ``install`` replaces that method on the executor instance with ``wait_until_done``: the same two checks
-(done-key, then the Postgres row as the fallback for a lost key), polled from 50 ms up to 250 ms. The run
-itself, its lease and its recovery are untouched; only how soon a waiting request notices the end changes.
+(done-key, then the Postgres row as the fallback for a lost key). The done-keys of all waiting requests are
+looked at together, one Redis pipeline every 0.1 s (``cli.server_done_keys``); each request wakes on its own
+key and reads its row every 4 s as before. The run itself, its lease and its recovery are untouched; only how
+soon a waiting request notices the end changes.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-FIRST_DELAY = 0.05  # seconds before the second look at the done-key
-MAX_DELAY = 0.25  # the slowest poll: 50 waiters cost about 200 Redis EXISTS a second
+from cli.server_done_keys import DoneKeys
+
+FIRST_DELAY = 0.05  # seconds before a waiter first re-reads its own key (a local event, no Redis)
+MAX_DELAY = 0.25  # the longest a waiter sleeps between two looks at its event, deadline and row
 BACKOFF = 1.5
 DB_EVERY = 4.0  # Aegra's own fallback cadence (every second 2 s tick): the row, when the key was lost
 
@@ -68,18 +73,27 @@ def install(executor: Any) -> bool:
     if not isinstance(executor, wx.WorkerExecutor) or not hasattr(wx, "_is_run_terminal"):
         return False
 
-    async def wait_for_completion(run_id: str, *, timeout: float = 300.0) -> None:
-        client = wx.redis_manager.get_client()
-        done_key = f"{settings.redis.REDIS_CHANNEL_PREFIX}done:{run_id}"
+    keys = DoneKeys(wx.redis_manager.get_client)
 
-        async def key_is_set() -> bool:
-            return bool(await client.exists(done_key))
+    async def wait_for_completion(run_id: str, *, timeout: float = 300.0) -> None:
+        done_key = f"{settings.redis.REDIS_CHANNEL_PREFIX}done:{run_id}"
 
         async def run_is_terminal() -> bool:
             return bool(await wx._is_run_terminal(run_id))
 
-        await wait_until_done(run_id, timeout=timeout, key_is_set=key_is_set, run_is_terminal=run_is_terminal)
+        with keys.watch(done_key) as done:
+
+            async def key_is_set() -> bool:
+                return done.is_set()
+
+            async def sleep(seconds: float) -> None:  # woken early by the shared poll
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(done.wait(), seconds)
+
+            await wait_until_done(
+                run_id, timeout=timeout, key_is_set=key_is_set, run_is_terminal=run_is_terminal, sleep=sleep
+            )
 
     executor.wait_for_completion = wait_for_completion
-    log.info("kb-agent serve: runs.wait/join poll the done-key every %.2f-%.2f s", FIRST_DELAY, MAX_DELAY)
+    log.info("kb-agent serve: runs.wait/join look at their done-keys together every %.2f s", keys.tick)
     return True

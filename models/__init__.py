@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from functools import lru_cache
 
 from langchain_core.language_models import BaseChatModel
@@ -11,6 +12,10 @@ from models.offline import OfflineChatModel
 from models.scripted import ScriptedChatModel, tool_call
 
 __all__ = ["OfflineChatModel", "ScriptedChatModel", "get_chat_model", "tool_call"]
+
+
+# One client per endpoint, even when the first rounds of many runs start together.
+_BUILDING = threading.Lock()
 
 
 @lru_cache(maxsize=16)
@@ -42,11 +47,15 @@ def get_chat_model(context: EndpointSettings) -> BaseChatModel:
                 "or set KB_AGENT_BASE_URL to a local endpoint, or unset KB_AGENT_MODEL to use the offline model"
             )
         key = "not-needed"  # local servers (vLLM, Ollama, llama.cpp) accept any key
-    return _openai_model(
-        context.model_name,
-        context.base_url,
-        key,
-        context.temperature,
-        context.model_timeout,
-        context.model_max_retries,
-    )
+    # lru_cache does not hold back concurrent misses: without the lock, the first round of 50 runs at once
+    # built one ChatOpenAI (with two SSL contexts) per thread of the node pool (bench/README.md, "where the
+    # CPU goes"). Held for a dictionary look-up once the client exists.
+    with _BUILDING:
+        return _openai_model(
+            context.model_name,
+            context.base_url,
+            key,
+            context.temperature,
+            context.model_timeout,
+            context.model_max_retries,
+        )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 from langchain_openai import ChatOpenAI
 
@@ -134,3 +136,32 @@ def test_same_settings_reuse_one_client(monkeypatch: pytest.MonkeyPatch) -> None
 
 def test_offline_models_are_fresh_instances() -> None:
     assert get_chat_model(Settings()) is not get_chat_model(Settings())
+
+
+def test_runs_starting_together_share_one_client(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first round of many runs at once builds the endpoint's client once, not once per pool thread."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    import models
+
+    models._openai_model.cache_clear()
+    built: list[str] = []
+    entered = threading.Barrier(6, timeout=5)
+    real = models._openai_model.__wrapped__
+
+    def slow_build(*args: object) -> ChatOpenAI:
+        built.append("x")
+        return real(*args)
+
+    monkeypatch.setattr(models, "_openai_model", functools.lru_cache(maxsize=16)(slow_build))
+    ctx = Settings(model="qwen-plus", base_url=LOCAL)
+
+    def first_round(_: int) -> ChatOpenAI:
+        entered.wait()  # all six ask at the same moment, as the node pool's threads do
+        return get_chat_model(ctx)
+
+    with ThreadPoolExecutor(6) as pool:
+        clients = list(pool.map(first_round, range(6)))
+    assert len(built) == 1
+    assert all(c is clients[0] for c in clients)
