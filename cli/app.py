@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cli import kb as kb_cli
+from cli import kb_eval
 from cli import memory as memory_cli
 from cli import serve as serve_cli
 from cli.feedback import feedback_app
@@ -405,6 +406,7 @@ def show_config() -> None:
 
 
 kb_cli.register(app)
+app.command("eval")(kb_eval.evaluate)
 memory_cli.register(app)
 serve_cli.register(app)
 app.add_typer(tools_app, name="tools")

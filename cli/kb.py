@@ -178,6 +178,3 @@ def register(app: typer.Typer) -> None:
     app.command()(repair)
     app.command()(stats)
     app.command()(search)
-    from cli.kb_eval import evaluate  # here: cli.kb_eval imports this module's helpers
-
-    app.command("eval")(evaluate)
