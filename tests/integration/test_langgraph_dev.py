@@ -8,9 +8,7 @@ No model is configured, so the agent runs its offline deterministic model and no
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -25,7 +23,7 @@ import pytest
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
-from tests.fixtures.serve import dev_config
+from tests.fixtures.serve import dev_config, stop_group
 
 pytestmark = pytest.mark.server
 
@@ -75,22 +73,6 @@ def _server_env(home: Path) -> dict[str, str]:
         NO_COLOR="1",
     )
     return env
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """Terminate the server's whole process group (the CLI runs uvicorn workers below it)."""
-    if proc.poll() is not None:
-        return
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
 
 
 def _wait_until_up(server: Server, deadline: float) -> str | None:
@@ -158,13 +140,13 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     try:
         problem = _wait_until_up(srv, started + STARTUP_TIMEOUT)
         if problem is not None:
-            _stop(proc)
+            stop_group(proc)
             pytest.fail(f"{problem}\ncommand: {' '.join(cmd)}\n--- server log tail ---\n{srv.log_tail()}")
         srv.startup_seconds = time.monotonic() - started
         print(f"\nlanggraph dev answered /ok after {srv.startup_seconds:.1f}s at {srv.url}")
         yield srv
     finally:
-        _stop(proc)
+        stop_group(proc)
 
 
 @pytest.fixture(scope="module")
@@ -311,7 +293,9 @@ def test_approval_pauses_the_run_and_resumes_through_the_api(
 ) -> None:
     """delete_document waits for a person via the standard interrupt; rejecting, then approving, resumes."""
     thread_id = client.threads.create()["thread_id"]
-    admin = {"user_id": "root"}  # no tokens (development): the run names its user; the operator's table decides roles
+    admin = {
+        "user_id": "root"
+    }  # no tokens (development): the run names its user; the operator's table decides roles
     client.runs.wait(
         thread_id,
         GRAPH_ID,
@@ -352,7 +336,9 @@ def test_threads_are_owned_on_the_server(server: Server) -> None:
     bob = get_sync_client(url=server.url, timeout=60.0, headers={"x-kb-user": "bob"})
     try:
         thread_id = alice.threads.create()["thread_id"]
-        with pytest.raises(httpx.HTTPStatusError) as spoofed:  # the header named alice: a run cannot change it
+        with pytest.raises(
+            httpx.HTTPStatusError
+        ) as spoofed:  # the header named alice: a run cannot change it
             alice.runs.wait(
                 thread_id,
                 GRAPH_ID,
