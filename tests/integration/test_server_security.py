@@ -24,7 +24,7 @@ import pytest
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
-from tests.fixtures.serve import dev_config
+from tests.fixtures.serve import dev_config, stop_group
 from tests.integration.test_langgraph_dev import (
     GRAPH_ID,
     REPO_ROOT,
@@ -32,7 +32,6 @@ from tests.integration.test_langgraph_dev import (
     Server,
     _free_port,
     _server_env,
-    _stop,
     _wait_until_up,
 )
 
@@ -94,7 +93,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         srv.startup_seconds = time.monotonic() - started
         yield srv
     finally:
-        _stop(proc)
+        stop_group(proc)
 
 
 @pytest.fixture(scope="module")
