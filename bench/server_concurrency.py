@@ -127,7 +127,7 @@ def slow_endpoint(latency: float, inflight: InFlight) -> OpenAIServer:
         expression = f"{numbers[-2]} * {numbers[-1]}"
         return ScriptedReply(tool_calls=[{"name": "calculator", "arguments": {"expression": expression}}])
 
-    return OpenAIServer(reply)
+    return OpenAIServer(reply, keep_alive=True)  # a provider keeps connections open
 
 
 def model_env(endpoint: OpenAIServer | None) -> dict[str, str]:

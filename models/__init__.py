@@ -22,9 +22,9 @@ _BUILDING = threading.Lock()
 def _openai_model(
     model: str, base_url: str, api_key: str, temperature: float, timeout: float, retries: int
 ) -> BaseChatModel:
-    from langchain_openai import ChatOpenAI
+    from models.openai_chat import PassThroughChatOpenAI  # langchain_openai is imported on first use
 
-    return ChatOpenAI(
+    return PassThroughChatOpenAI(
         model=model,
         base_url=base_url or None,
         api_key=api_key,
