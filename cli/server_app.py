@@ -145,6 +145,23 @@ class SelfCheckedApp:
         return None
 
 
+def warm_model_client() -> None:
+    """Build the deployment's model client before serving.
+
+    Importing langchain-openai and building its client (two SSL contexts) costs about a second of CPU; on
+    first use it landed on the first runs, all stalled behind it (bench/README.md, "where the CPU goes").
+    """
+    try:
+        from graph.settings import Settings
+        from models import get_chat_model
+
+        settings = Settings.current()
+        if not settings.uses_offline_model:
+            get_chat_model(settings)  # cached: the runs get this same client
+    except Exception:  # a bad model setting is reported by the run that uses it, with its own message
+        log.warning("could not prepare the model client at start", exc_info=True)
+
+
 def create_app() -> SelfCheckedApp:
     """uvicorn's factory (``cli.server_app:create_app``): Aegra's app behind the auth self-check, faster waits."""
     from aegra_api.main import app as aegra_app
@@ -156,6 +173,7 @@ def create_app() -> SelfCheckedApp:
         executor
     )  # runs.wait/join notice a run's end within 0.25 s, not at Aegra's next 2 s tick
     server_runs.install()  # a run's end survives a short Postgres outage; an unfinished run keeps its lease
+    warm_model_client()
 
     replica_id, database_url = os.environ.get(REPLICA_ENV, ""), os.environ.get("DATABASE_URL", "")
     heartbeat = ReplicaHeartbeat(replica_id, database_url) if replica_id and database_url else None
