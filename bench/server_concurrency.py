@@ -9,7 +9,7 @@ Postgres database made with CREATE DATABASE on the running cluster, and redis-se
 - ``dev``: ``langgraph dev`` (the peer), offline model;
 - ``serve``: one ``kb-agent serve`` replica, offline model;
 - ``serve-2``: two replicas on two ports, one Postgres + Redis, threads spread over them by the client;
-- ``dev-slow`` / ``serve-slow``: the model is the loopback OpenAI-compatible endpoint
+- ``dev-slow`` / ``serve-slow`` / ``serve-2-slow``: the model is the loopback OpenAI-compatible endpoint
   (tests/fixtures/openai_server.py) answering every request after ``--latency`` (0.5 s); reported against
   the ideal wall time, turns x model rounds per turn x latency (all threads in parallel), target <= 1.5x;
 - ``kill``: one replica under the same offline load, killed with SIGKILL once a third of the turns are
@@ -68,7 +68,7 @@ from tests.fixtures.serve import (  # noqa: E402
 )
 
 GRAPH_ID = "kb_agent"
-SCENARIOS = ("dev", "serve", "serve-2", "dev-slow", "serve-slow", "kill")
+SCENARIOS = ("dev", "serve", "serve-2", "dev-slow", "serve-slow", "serve-2-slow", "kill")
 QUIET = {"KB_AGENT_LONG_TERM_MEMORY": "false", "KB_AGENT_REWRITE_QUERY": "false"}
 TOKEN = next(t for t, who in TOKENS.items() if who["user"] == "alice")
 
@@ -356,7 +356,7 @@ def run_scenario(name: str, tmp: Path, args: argparse.Namespace, endpoint: OpenA
         return run_dev(name, tmp, args, endpoint)
     if name == "kill":
         return run_kill(name, tmp, args)
-    return run_serve(name, tmp, args, endpoint, 2 if name == "serve-2" else 1)
+    return run_serve(name, tmp, args, endpoint, 2 if name.startswith("serve-2") else 1)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -420,7 +420,7 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
             f"| {r.p95_s:.2f} | {ideal} | {flight} |"
         )
     by = {r.scenario: r for r in results}
-    for ours, peer in (("serve", "dev"), ("serve-2", "dev"), ("serve-2", "serve"), ("serve-slow", "dev-slow")):
+    for ours, peer in (("serve", "dev"), ("serve-2", "dev"), ("serve-2", "serve"), ("serve-slow", "dev-slow"), ("serve-2-slow", "serve-slow")):
         if ours in by and peer in by and by[peer].turns_per_s and by[peer].p50_s:
             a, b = by[ours], by[peer]
             print(
