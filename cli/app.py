@@ -5,7 +5,6 @@ Errors a user can cause are one line on stderr and a non-zero exit code, never a
 
 from __future__ import annotations
 
-import json
 import logging
 import signal
 import sys
@@ -21,10 +20,11 @@ from cli import kb as kb_cli
 from cli import kb_eval
 from cli import memory as memory_cli
 from cli import serve as serve_cli
+from cli.chat_commands import CHAT_HELP, chat_command, print_history
 from cli.feedback import feedback_app
 from cli.terminal import json_text, shown, undecodable
 from cli.tools import tools_app
-from cli.trace import print_memories_written, trace_printer
+from cli.trace import print_memories_written, tool_status_printer, trace_printer
 from cli.trash import trash_app
 from graph.api import Agent, Answer, EmptyQuestionError, ThreadBusyError, open_agent
 from graph.settings import ConfigError, Settings, env_table
@@ -62,31 +62,6 @@ def fail_on_full_disk(exc: Exception) -> None:
     """One line and exit 1 when ``exc`` comes from a full disk; otherwise return (the caller re-raises)."""
     if full := disk_full(exc, Settings().data_dir):
         fail(str(full))
-
-
-def tool_status_printer(console: Console) -> Any:
-    """A callback that prints one status line per tool-call event."""
-
-    def show(event: dict[str, Any]) -> None:
-        if event.get("type") != "tool_call":
-            return
-        status, tool = event.get("status"), shown(event.get("tool"))  # a model may name a tool anything
-        if status == "executing":
-            console.print(f"[dim]⚙ {tool} …[/dim]")
-        elif status == "done":
-            console.print(f"[dim]✓ {tool} ({event.get('duration_ms', 0):.0f} ms)[/dim]")
-        elif status == "approval_requested":
-            pass  # the approval prompt shows the action itself
-        elif status == "approval_granted":
-            console.print(f"[dim]✓ {tool} approved[/dim]")
-        elif status == "approval_denied":
-            console.print(f"[yellow]✗ {tool} not approved: nothing was changed[/yellow]")
-        elif status == "denied":
-            console.print(f"[yellow]✗ {tool}: permission denied[/yellow]")
-        else:
-            console.print(f"[yellow]✗ {tool}: {shown(str(event.get('error', status)))}[/yellow]")
-
-    return show
 
 
 def approval_prompt(console: Console) -> Any:
@@ -189,76 +164,6 @@ def ask(
         raise typer.Exit(3)
 
 
-CHAT_HELP = (
-    "/new · /thread NAME  switch thread · /threads · /history [--all] · /reset  clear this thread · "
-    "/memories · /forget ID · /quit"
-)
-
-
-def _print_history(agent: Agent, thread: str, include_folded: bool) -> None:
-    """The thread as the model sees it (summary + recent rounds), or every message with ``--all``."""
-    summary = "" if include_folded else agent.summary(thread)
-    if summary:
-        out.print(f"[bold]summary[/bold]: {shown(summary)}")
-    for message in agent.history(thread, include_folded=include_folded):
-        text = message.text or json.dumps(getattr(message, "tool_calls", []), ensure_ascii=False)
-        out.print(f"[bold]{message.type}[/bold]: {shown(text)}")
-
-
-def _chat_command(agent: Agent, line: str, state: dict[str, str]) -> bool:
-    """Handle a slash command; False means quit. Another user's thread is refused with one line."""
-    try:
-        return _run_command(agent, line, state)
-    except ThreadOwnershipError as exc:
-        err.print(f"[red]error:[/red] {shown(str(exc))}")
-        return True
-
-
-def _run_command(agent: Agent, line: str, state: dict[str, str]) -> bool:
-    name, _, arg = line.partition(" ")
-    if name in {"/quit", "/exit"}:
-        return False
-    if name == "/reset":
-        agent.clear(state["thread"])
-        out.print(f"[dim]thread {state['thread']} cleared[/dim]")
-    elif name == "/new":
-        state["thread"] = agent.new_thread()
-        out.print(f"[dim]new thread {state['thread']}[/dim]")
-    elif name == "/thread":
-        if not arg.strip():
-            out.print(f"[dim]current thread: {state['thread']}[/dim]")
-        else:
-            agent.registry.check(arg.strip(), agent.context.user_id)
-            state["thread"] = arg.strip()
-            out.print(f"[dim]switched to thread {state['thread']}[/dim]")
-    elif name == "/threads":
-        table = Table("thread", "title", "last activity")
-        for info in agent.threads():
-            mark = " *" if info.thread_id == state["thread"] else ""
-            table.add_row(info.thread_id + mark, shown(info.title), info.last_activity)
-        out.print(table)
-    elif name == "/history":
-        _print_history(agent, state["thread"], include_folded=arg.strip() == "--all")
-    elif name == "/memories":
-        memories = agent.memories()
-        if not memories:
-            out.print("[dim]no memories[/dim]")
-        for m in memories:
-            out.print(f"[dim]{m['id']}[/dim] ({m['memory_type']}) {shown(m['content'])}")
-    elif name == "/forget":
-        if not arg.strip():
-            out.print("[yellow]usage: /forget ID[/yellow] (ids: /memories)")
-        else:
-            entry = agent.forget(arg.strip())
-            if entry.status == "applied":
-                out.print(f"[dim]forgot {entry.memory_id}: {shown(entry.old_content or '')}[/dim]")
-            else:
-                out.print(f"[yellow]not forgotten: no memory {shown(arg.strip())} of this user[/yellow]")
-    else:
-        out.print(f"[yellow]unknown command {shown(name)}[/yellow] — {CHAT_HELP}")
-    return True
-
-
 @app.command()
 def chat(
     thread: str = typer.Option("default", "--thread", "-t", help="Thread to continue."),
@@ -295,7 +200,7 @@ def chat(
                 if not line:
                     continue
                 if line.startswith("/"):
-                    if not _chat_command(agent, line, state):
+                    if not chat_command(agent, line, state):
                         break
                     continue
                 started = datetime.now(UTC).isoformat(timespec="microseconds")
@@ -362,7 +267,7 @@ def threads_history(
     """Show a thread: its summary and recent rounds, or every message with --all."""
     try:
         with open_agent(_context(user)) as agent:
-            _print_history(agent, thread, include_folded)
+            print_history(agent, thread, include_folded)
     except USER_ERRORS as exc:
         fail(str(exc))
 

@@ -1,6 +1,8 @@
 """The live trace of a turn (``kb-agent ask -v``, ``chat --trace``), seed 001 Page 9 and seed 000: what the
 model was offered and chose each round, every tool call with its arguments and (truncated) result, the
-passages retrieved with their scores, and the memories recalled and written. Secrets are redacted."""
+passages retrieved with their scores, and the memories recalled and written. Secrets are redacted.
+
+Also the one status line per tool call that ``ask`` and ``chat`` show even without the trace."""
 
 from __future__ import annotations
 
@@ -53,3 +55,28 @@ def print_memories_written(console: Console, entries: list[Any]) -> None:
     for e in entries:
         detail = e.new_content or e.old_content or e.reason or ""
         console.print(f"[dim]· memory {shown(e.action)} {shown(e.status)}: {_brief(detail)}[/dim]")
+
+
+def tool_status_printer(console: Console) -> Any:
+    """A callback that prints one status line per tool-call event."""
+
+    def show(event: dict[str, Any]) -> None:
+        if event.get("type") != "tool_call":
+            return
+        status, tool = event.get("status"), shown(event.get("tool"))  # a model may name a tool anything
+        if status == "executing":
+            console.print(f"[dim]⚙ {tool} …[/dim]")
+        elif status == "done":
+            console.print(f"[dim]✓ {tool} ({event.get('duration_ms', 0):.0f} ms)[/dim]")
+        elif status == "approval_requested":
+            pass  # the approval prompt shows the action itself
+        elif status == "approval_granted":
+            console.print(f"[dim]✓ {tool} approved[/dim]")
+        elif status == "approval_denied":
+            console.print(f"[yellow]✗ {tool} not approved: nothing was changed[/yellow]")
+        elif status == "denied":
+            console.print(f"[yellow]✗ {tool}: permission denied[/yellow]")
+        else:
+            console.print(f"[yellow]✗ {tool}: {shown(str(event.get('error', status)))}[/yellow]")
+
+    return show
