@@ -9,16 +9,15 @@ import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import IO
 
+from stores.html_loader import html_sections
 from stores.load_limits import (
     MAX_DOCX_BYTES,
     MAX_HTML_BYTES,
     MAX_PDF_BYTES,
     MAX_TEXT_BYTES,
-    Deadline,
     LimitExceeded,
     check_size,
 )
@@ -151,15 +150,11 @@ def load(path: Path, root: Path) -> LoadedDocument:
     if not text.strip():
         raise DocumentError("empty file")
     if html:
-        parser, deadline = _HTMLSections(), Deadline()
-        for start in range(0, len(text), BLOCK):  # in blocks: a pathological page stops at the deadline
-            try:
-                deadline.check("HTML")
-            except LimitExceeded as exc:
-                raise DocumentError(str(exc)) from exc
-            parser.feed(text[start : start + BLOCK])
-        parser.close()
-        title, sections = parser.title or parser.first_h1 or path.stem, parser.sections
+        try:
+            title, found = html_sections(text, path.stem, BLOCK)
+        except LimitExceeded as exc:
+            raise DocumentError(str(exc)) from exc
+        sections = [Section(heading, body) for heading, raw in found if (body := _tidy(raw))]
     else:
         markdown = suffix != ".txt"
         title = (_markdown_title(text) if markdown else None) or path.stem
@@ -328,81 +323,6 @@ def _tidy(text: str) -> str:
 
 def _heading_path(stack: list[tuple[int, str]]) -> str:
     return " > ".join(name for _, name in stack if name)
-
-
-_SKIP_TAGS = frozenset({"script", "style", "nav", "noscript", "template", "svg"})
-_HEADINGS = frozenset({"h1", "h2", "h3"})
-_BLOCK_TAGS = frozenset(  # tags that end a paragraph (a word list reads better than 34 quoted strings)
-    "p div section article main header footer aside blockquote pre ul ol li dl dt dd table thead tbody "  # noqa: SIM905
-    "tfoot tr caption figure figcaption form fieldset address hr h4 h5 h6 details summary br".split()
-)
-
-
-class _HTMLSections(HTMLParser):
-    """Visible text by h1-h3 section with paragraph breaks; script, style and nav never reach the index."""
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.title = self.first_h1 = ""
-        self.sections: list[Section] = []
-        self._stack: list[tuple[int, str]] = []
-        self._buf: list[str] = []
-        self._capture: list[str] = []  # text of the <title> or heading being read
-        self._tag = ""  # which one ("" when none)
-        self._skip = self._pre = 0
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag in _SKIP_TAGS or self._skip:
-            self._skip += tag in _SKIP_TAGS
-        elif tag == "title" or tag in _HEADINGS:
-            if tag != "title":
-                self._flush()
-            self._capture, self._tag = [], tag
-        elif tag in _BLOCK_TAGS:
-            self._pre += tag == "pre"
-            self._break("\n" if tag == "br" else "\n\n")
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in _SKIP_TAGS:
-            self._skip = max(0, self._skip - 1)
-        elif tag == self._tag:
-            name, self._tag = " ".join("".join(self._capture).split()), ""
-            if tag == "title":
-                self.title = self.title or name
-                return
-            level = int(tag[1])
-            self.first_h1 = self.first_h1 or (name if level == 1 else "")
-            while self._stack and self._stack[-1][0] >= level:
-                self._stack.pop()
-            self._stack.append((level, name))
-        elif tag in _BLOCK_TAGS and tag != "br":
-            self._pre = max(0, self._pre - (tag == "pre"))
-            self._break("\n\n")
-
-    def handle_data(self, data: str) -> None:
-        if self._skip:
-            return
-        if self._tag:
-            self._capture.append(data)
-        elif self._pre:
-            self._buf.append(data)
-        else:
-            data = re.sub(r"\s+", " ", data)
-            self._buf.append(data.lstrip() if not self._buf or self._buf[-1].endswith("\n") else data)
-
-    def _break(self, newlines: str) -> None:
-        if self._buf:
-            self._buf[-1] = self._buf[-1].rstrip(" ")
-        self._buf.append(newlines)
-
-    def _flush(self) -> None:
-        if text := _tidy("".join(self._buf)):
-            self.sections.append(Section(_heading_path(self._stack), text))
-        self._buf = []
-
-    def close(self) -> None:
-        super().close()
-        self._flush()
 
 
 def _load_docx(path: Path, raw: bytes) -> tuple[str, list[Section]]:
