@@ -16,7 +16,8 @@ from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGenerationChunk
 
-from models import intents, kb_intents, memory_intents, summary, tool_intents
+from models import intents, kb_intents, memory_intents, tool_intents
+from models.earlier_calculation import earlier_calculation
 from models.local import LocalChatModel, openai_tools
 from models.request_reading import read_request
 from models.tokens import count_message_tokens, estimate_tokens, has_cjk
@@ -68,7 +69,7 @@ class OfflineChatModel(LocalChatModel):
         rounds = intents.rounds_of(kb_steps if kb_steps is not None else intents.plan_steps(question, names))
         if not rounds and kb_steps is None and "calculator" in names:
             # "把第一个问题的结果乘以 2": an earlier turn's result, from the history or the running summary.
-            expression = summary.earlier_calculation(question, messages)
+            expression = earlier_calculation(question, messages)
             if expression is not None:
                 rounds = [[intents.Step("calculator", {"expression": expression})]]
 

@@ -15,7 +15,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from models.tokens import estimate_tokens, has_cjk
 
@@ -88,22 +88,6 @@ _KEY_FILLER = re.compile(
 _FACT_LINE = re.compile(r"^(事实|Fact|待确认|To confirm)\s*[:：]\s*(.+?) = (.+)$", re.IGNORECASE)
 _PREVIOUS = re.compile(r"\s*(?:（原为 (.+?)，用户已更新）|\(was (.+?), updated by the user\))$")
 _CONFLICT_NOTE = re.compile(r"\s*(?:（前后说法不一致）|\(conflicting statements\))$")
-_SUMMARY_BLOCK = re.compile(r"<(对话摘要|conversation_summary)>\n(.*?)\n</\1>", re.S)
-_CALC_DONE = re.compile(r"calculator\((.*?)\) → (-?\d+(?:\.\d+)?)\b")
-_FIRST_REF = re.compile(
-    r"第一个?(?:问题|计算|题)?的?(?:结果|答案|得数)|\bfirst (?:question|result|answer|calculation)", re.I
-)
-_LAST_REF = re.compile(
-    r"(?:上一个|上个|刚才|之前|上次|前面)(?:问题|计算)?的?(?:结果|答案|得数)"
-    r"|\b(?:previous|last|earlier) (?:result|answer|calculation)\b|\bthat result\b",
-    re.IGNORECASE,
-)
-_REF_OP = (
-    (re.compile(r"乘以|乘上|乘|\bmultipl(?:y|ied) by\b|\btimes\b", re.I), "*"),
-    (re.compile(r"除以|\bdivided? by\b", re.I), "/"),
-    (re.compile(r"加上|加|\bplus\b|\badd\b", re.I), "+"),
-    (re.compile(r"减去|减|\bminus\b|\bsubtract\b", re.I), "-"),
-)
 
 
 def verbatim_tokens(text: str) -> list[str]:
@@ -387,32 +371,3 @@ def has_sections(text: str) -> bool:
     """True when ``text`` carries the three headings (how a model's summary is checked)."""
     found = {_HEADING_SECTION[m.group(1).lower()] for m in map(_HEADING.match, text.splitlines()) if m}
     return found == {0, 1, 2}
-
-
-def earlier_calculation(question: str, messages: Sequence[BaseMessage]) -> str | None:
-    """An expression for "把第一个问题的结果乘以 2" from results of earlier turns (the summary included).
-
-    The offline model's way to answer a question that depends on an earlier one after that one was
-    folded into the summary (seed 003 §5.2 scenario 4).
-    """
-    first = _FIRST_REF.search(question)
-    if not first and not _LAST_REF.search(question):
-        return None
-    op = next((symbol for pattern, symbol in _REF_OP if pattern.search(question)), None)
-    numbers = re.findall(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.])", question)
-    if op is None or not numbers:
-        return None
-    last_human = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=-1)
-    results: list[str] = []
-    for message in messages:
-        if isinstance(message, SystemMessage):
-            block = _SUMMARY_BLOCK.search(message.text)
-            if block:
-                results += [m.group(2) for m in _CALC_DONE.finditer(block.group(2))]
-    for message in messages[: max(last_human, 0)]:
-        if isinstance(message, ToolMessage) and message.name == "calculator" and message.status != "error":
-            results.append(message.text.strip())
-    if not results:
-        return None
-    base = results[0] if first else results[-1]
-    return f"({base}) {op} {numbers[-1]}"

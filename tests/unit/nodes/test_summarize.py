@@ -25,7 +25,8 @@ from langgraph.runtime import Runtime
 from graph.settings import Settings
 from graph.state import State
 from models import ScriptedChatModel
-from models.summary import earlier_calculation, extractive_summary, has_sections, verbatim_tokens
+from models.earlier_calculation import earlier_calculation
+from models.summary import extractive_summary, has_sections, verbatim_tokens
 from models.tokens import count_message_tokens, count_tool_tokens
 from nodes import prompts
 from nodes.budget import Budget
