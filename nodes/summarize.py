@@ -17,19 +17,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
-    AIMessage,
     AnyMessage,
     BaseMessage,
     HumanMessage,
     RemoveMessage,
     SystemMessage,
-    ToolMessage,
 )
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
@@ -39,7 +37,8 @@ from graph.settings import OFFLINE_MODEL, Settings
 from graph.state import State
 from models import OfflineChatModel, get_chat_model
 from models.deadline import await_with_deadline, call_with_deadline
-from models.summary import extractive_summary, has_sections, summary_language
+from models.summarizers import ModelSummarizer, Summarizer, offline_summarizer
+from models.summary import summary_language
 from models.tokens import calibration, count_message_tokens, count_tool_tokens, estimate_tokens
 from nodes import prompts
 from nodes.budget import Budget
@@ -70,9 +69,6 @@ FAMILY_WINDOWS: tuple[tuple[str, int], ...] = (
     (r"llama", 8_192),
 )
 _SIZE_SUFFIX = re.compile(r"-(\d{1,4})k\b", re.IGNORECASE)
-
-Summarizer = Callable[[str, list[BaseMessage], str, int], str | None]
-
 
 def window_for(model_name: str) -> int:
     """Default context limit of a model family ("moonshot-v1-32k" → 32768, "qwen-plus" → 131072)."""
@@ -233,72 +229,8 @@ def _text(value: object) -> str:
 
 # -- summarisers ----------------------------------------------------------------------------------
 
-_ROLE = {
-    "zh": {"human": "用户", "ai": "助手", "tool": "工具结果", "call": "助手调用工具"},
-    "en": {"human": "User", "ai": "Assistant", "tool": "Tool result", "call": "Assistant called"},
-}
-TRANSCRIPT_CHARS = 2_000
-NONE = {"zh": "（无）", "en": "(none)"}
-
-
-def transcript(messages: Sequence[BaseMessage], lang: str) -> str:
-    """The folded messages as plain lines for the summary model (long tool results shortened)."""
-    role = _ROLE[lang]
-    lines = []
-    for message in messages:
-        text = message.text[:TRANSCRIPT_CHARS]
-        if isinstance(message, ToolMessage):
-            lines.append(f"{role['tool']} ({message.name or 'tool'}): {text}")
-        elif isinstance(message, AIMessage):
-            lines += [f"{role['call']} {c['name']}({c['args']})" for c in message.tool_calls]
-            if text.strip():
-                lines.append(f"{role['ai']}: {text}")
-        elif isinstance(message, HumanMessage):
-            lines.append(f"{role['human']}: {text}")
-    return "\n".join(lines)
-
-
-def offline_summarizer(old: str, messages: list[BaseMessage], lang: str, max_tokens: int) -> str:
-    return extractive_summary(old, messages, lang=lang, max_tokens=max_tokens)
-
-
-@dataclass(frozen=True)
-class ModelSummarizer:
-    """A summariser over a chat model: the rules prompt in the conversation's language, output checked;
-    awaitable too, so under ``ainvoke`` the summary call holds no thread."""
-
-    model: BaseChatModel
-
-    def _request(self, old: str, messages: list[BaseMessage], lang: str, max_tokens: int) -> list[BaseMessage]:
-        prompt = prompts.RUNNING_SUMMARY[lang].format(
-            target=int(max_tokens * 0.8), old=old or NONE[lang], transcript=transcript(messages, lang)
-        )
-        return [HumanMessage(prompt)]
-
-    def __call__(self, old: str, messages: list[BaseMessage], lang: str, max_tokens: int) -> str | None:
-        reply = self.model.invoke(self._request(old, messages, lang, max_tokens), config=SUMMARY_RUN)
-        return checked_summary(reply.text, max_tokens)
-
-    async def asummarize(self, old: str, messages: list[BaseMessage], lang: str, max_tokens: int) -> str | None:
-        reply = await self.model.ainvoke(self._request(old, messages, lang, max_tokens), config=SUMMARY_RUN)
-        return checked_summary(reply.text, max_tokens)
-
-
-SUMMARY_RUN: RunnableConfig = {"run_name": "summarize_history", "tags": ["nostream", "kb-agent:summary"]}
-
-
 def model_summarizer(model: BaseChatModel) -> Summarizer:
-    return ModelSummarizer(model)
-
-
-def checked_summary(text: str, max_tokens: int) -> str | None:
-    """A model's summary if usable: the three sections present and within the limit; else None."""
-    text = re.sub(r"^```\w*\n|\n```$", "", text.strip()).strip()
-    if not text or not has_sections(text):
-        return None
-    if estimate_tokens(text) > max_tokens:
-        return None
-    return text
+    return ModelSummarizer(model, prompts.RUNNING_SUMMARY)
 
 
 # -- the node -------------------------------------------------------------------------------------

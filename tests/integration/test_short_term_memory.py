@@ -29,12 +29,13 @@ from graph.context import Context
 from graph.settings import Settings
 from graph.state import InputState, State
 from models import ScriptedChatModel
+from models.summarizers import Summarizer
 from models.tokens import count_message_tokens, count_tool_tokens
 from nodes.agent import make_agent
 from nodes.execute_tools import make_tools
 from nodes.load_memory import make_load_memory
 from nodes.retrieve import make_retrieve
-from nodes.summarize import HistoryLimits, Summarizer, full_history, make_summarize
+from nodes.summarize import HistoryLimits, full_history, make_summarize
 from nodes.tool_choice import offered_definitions
 from nodes.update_memory import make_update_memory
 from stores.checkpoint import open_checkpointer

@@ -26,6 +26,7 @@ from graph.settings import Settings
 from graph.state import State
 from models import ScriptedChatModel
 from models.earlier_calculation import earlier_calculation
+from models.summarizers import checked_summary
 from models.summary import extractive_summary, has_sections, verbatim_tokens
 from models.tokens import count_message_tokens, count_tool_tokens
 from nodes import prompts
@@ -35,7 +36,6 @@ from nodes.summarize import (
     HistoryBudget,
     HistoryLimits,
     checked_covers,
-    checked_summary,
     make_summarize,
     measure,
     model_summarizer,
