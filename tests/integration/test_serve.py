@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -131,6 +132,31 @@ def test_runs_started_together_on_one_thread_run_one_after_another(
         assert [m["type"] for m in following] == ["ai", "tool", "ai"] and str(a * b) in following[-1][
             "content"
         ]
+
+
+def test_a_client_that_lost_the_answer_to_create_finds_its_run_by_its_message_id(
+    users: dict[str, SyncLangGraphClient],
+) -> None:
+    """What the README tells clients: a run whose ``runs.create`` answer was lost (a kill, a dropped
+    connection) may exist all the same; before asking again, look for the question's own message id in the
+    inputs of the thread's runs, and join that run."""
+    alice = users["alice"]
+    thread_id = alice.threads.create()["thread_id"]
+    turn = f"turn-{uuid.uuid4().hex}"
+    question = {"role": "user", "content": CALC_QUESTION, "id": turn}
+    alice.runs.create(thread_id, GRAPH_ID, input={"messages": [question]})  # pretend the answer was lost
+    mine = [
+        run
+        for run in alice.runs.list(thread_id)
+        if any(m.get("id") == turn for m in ((run.get("input") or {}).get("messages") or []))
+    ]
+    assert len(mine) == 1
+    alice.runs.join(thread_id, mine[0]["run_id"])
+    assert alice.runs.get(thread_id, mine[0]["run_id"])["status"] == "success"
+    messages = alice.threads.get_state(thread_id)["values"]["messages"]
+    assert [m["id"] for m in messages if m["type"] == "human"] == [turn]
+    assert CALC_ANSWER in messages[-1]["content"]
+    assert users["bob"].runs.list(thread_id) == []  # another caller sees none of it
 
 
 def test_stream_carries_custom_tool_events(users: dict[str, SyncLangGraphClient]) -> None:
