@@ -41,6 +41,21 @@ def kb_agent(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str
     )
 
 
+def started_in(home_dirs: tuple[Path, Path], env: dict[str, str], *args: str) -> list[subprocess.Popen[str]]:
+    """The real CLI started at once in each data dir (two processes racing for one knowledge base)."""
+    return [
+        subprocess.Popen(
+            [sys.executable, "-m", "cli", *args],
+            cwd=ROOT,
+            env={**env, "KB_AGENT_HOME": str(home)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for home in home_dirs
+    ]
+
+
 def first_line(proc: subprocess.Popen[str], seconds: float) -> str:
     """The next line of ``proc``'s stderr, or "" when none comes within ``seconds``."""
     import selectors
@@ -112,17 +127,7 @@ def test_ingests_of_one_folder_at_once_wait_for_each_other_saying_so_and_end_con
         **store_backend.kwargs(),
     )
     with kb.manifest.lock():  # a third writer holds the knowledge base while both ingests start
-        procs = [
-            subprocess.Popen(
-                [sys.executable, "-m", "cli", "ingest", "--json", str(tmp_path / "docs")],
-                cwd=ROOT,
-                env={**env, "KB_AGENT_HOME": str(home)},
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-            for home in (home_a, home_b)
-        ]
+        procs = started_in((home_a, home_b), env, "ingest", "--json", str(tmp_path / "docs"))
         for proc in procs:
             line = first_line(proc, 120)
             assert "another process is writing this knowledge base" in line and "waiting" in line, line

@@ -21,7 +21,7 @@ from stores.knowledge import KnowledgeBase
 from stores.knowledge import trash as trash_module
 from stores.knowledge.trash import TrashError
 from tests.integration.conftest import Backend
-from tests.integration.test_shared_kb import first_line, homes, kb_agent, retrievers
+from tests.integration.test_shared_kb import first_line, homes, kb_agent, retrievers, started_in
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -168,17 +168,7 @@ def test_two_replicas_restoring_one_document_at_once_restore_it_once(
     _, trash_id = holder.delete_to_trash("leave.md")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "KB_AGENT_EMBEDDER": "hashing"}
     with holder.manifest.lock():  # both restores start while a third writer holds the knowledge base
-        procs = [
-            subprocess.Popen(
-                [sys.executable, "-m", "cli", "trash", "restore", str(trash_id)],
-                cwd=ROOT,
-                env={**env, "KB_AGENT_HOME": str(home)},
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-            for home in (home_a, home_b)
-        ]
+        procs = started_in((home_a, home_b), env, "trash", "restore", str(trash_id))
         for proc in procs:
             line = first_line(proc, 120)
             assert "another process is writing this knowledge base" in line, line
