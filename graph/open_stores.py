@@ -65,6 +65,7 @@ def open_knowledge_base(ctx: Settings, *, create: bool = False) -> Any | None:
         ctx.vector_weight,
         ctx.bm25_weight,
         ctx.trash_days,
+        ctx.bm25_staleness,
     )
     with _lock:
         if key not in _knowledge:
@@ -80,6 +81,7 @@ def open_knowledge_base(ctx: Settings, *, create: bool = False) -> Any | None:
                 vector_weight=ctx.vector_weight,
                 bm25_weight=ctx.bm25_weight,
                 trash_days=ctx.trash_days,
+                bm25_staleness=ctx.bm25_staleness,
             )
         return _knowledge[key]
 

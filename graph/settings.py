@@ -169,6 +169,13 @@ class Settings:
         default=7.0,
         metadata={"description": "Days a deleted document stays restorable (kb-agent trash; 0: deletion is final)."},
     )
+    bm25_staleness: float = field(
+        default=0.0,
+        metadata={
+            "description": "Seconds a search may use this process's keyword index after another process wrote "
+            "the knowledge base, while it catches up in the background (0: reload first)."
+        },
+    )
     max_top_k: int = field(
         default=20, metadata={"description": "The most passages a server caller may ask for per search."}
     )

@@ -339,9 +339,14 @@ class BM25Index:
             model.index((corpus, vocab), create_empty_token=False, show_progress=False)
         return _Snapshot(model=model, vocab=vocab, ids=ids, members=members)
 
-    def search(self, query: str, k: int, groups: Collection[str] | None = None) -> list[tuple[str, float]]:
+    def search(
+        self, query: str, k: int, groups: Collection[str] | None = None, *, current: bool = True
+    ) -> list[tuple[str, float]]:
         """Up to ``k`` ``(chunk_id, score)`` best first, among chunks sharing a group with ``groups``
-        (``None``: all chunks); only chunks matching at least one query term (score > 0)."""
+        (``None``: all chunks); only chunks matching at least one query term (score > 0).
+
+        ``current=False`` scores with the last built matrix even when changes are waiting (a background
+        catch-up is applying them), instead of waiting for the rebuild; only a never-built index builds."""
         if groups is not None:
             _check_groups(groups)
         if k <= 0:
@@ -349,7 +354,7 @@ class BM25Index:
         terms = tokenize(query)
         if not terms:
             return []
-        snap = self._current()
+        snap = self._current() if current or self._built < 0 else self._snapshot
         if snap.model is None:
             return []
         # each distinct term counts once: bounds the cost of a pasted page and its repeated words

@@ -45,6 +45,7 @@ class KnowledgeBase:
         chunk_tokens: int = 320,
         fusion: str = "convex",
         trash_days: float = 7.0,
+        bm25_staleness: float = 0.0,
     ) -> None:
         """``min_vector_score`` and ``null_margin`` default per embedder (``MIN_VECTOR_SCORE``,
         ``NULL_MARGIN``); pass ``-1.0`` and ``float("-inf")`` respectively to switch them off."""
@@ -66,6 +67,7 @@ class KnowledgeBase:
             chroma_url=chroma_url,
             database_url=database_url,
             collection=collection,
+            staleness=bm25_staleness,
         )
         # the trash lives where the manifest does: shared by the replicas in shared mode, else beside it
         self.trash = Trash(

@@ -133,11 +133,11 @@ class Searcher:
         groups = clean_groups([groups] if isinstance(groups, str) else groups)
         if not query or not query.strip() or not groups or k <= 0:
             return []
-        self.index.refresh()
+        current = self.index.refresh_for_query()  # False: within the staleness, catching up meanwhile
         settings = self.settings
         n = max(k, settings.candidates) if mode == "hybrid" else k
         known = self.index.known or set()  # during another ingest the stores hold chunks the manifest does not
-        keyword = self.index.bm25.search(query, n, groups) if mode != "vector" else []
+        keyword = self.index.bm25.search(query, n, groups, current=current) if mode != "vector" else []
         keyword = [(cid, s) for cid, s in keyword if cid in known]
         if mode == "bm25":
             return [(cid, float(s), ["bm25"], {"bm25_score": float(s)}) for cid, s in keyword]
