@@ -13,6 +13,10 @@ shared KB. Process B (``--replica``, a subprocess with its own data dir) then:
     KB_TEST_POSTGRES_URL=postgresql://... python -m bench.shared_kb                    # 10k chunks, ~4 min
     KB_TEST_POSTGRES_URL=postgresql://... python -m bench.shared_kb --sizes 100000     # ~20 min here
     ... --ef-search 2000      # HNSW ef_search of every collection (Chroma's default is 100)
+    ... --staleness 30        # B may query with its keyword index for 30 s after a write, catching up meanwhile
+
+Also reported: B's slowest query while A writes (the refresh its first query after the write pays, unless
+B is within its staleness).
 """
 
 from __future__ import annotations
@@ -87,7 +91,7 @@ def replica(args: argparse.Namespace) -> None:
     """Process B: open, time queries, then poll for the new chunk until found by both or timed out."""
     shared = {"chroma_url": args.chroma_url, "database_url": args.database_url, "collection": args.collection}
     started = time.perf_counter()
-    kb = KnowledgeBase(args.home, embedder=EMBEDDER, **shared)
+    kb = KnowledgeBase(args.home, embedder=EMBEDDER, bm25_staleness=args.staleness, **shared)
     out: dict[str, Any] = {
         "bm25_reload_s": round(time.perf_counter() - started, 2),
         "chunks_in_bm25": len(kb.index.bm25),
@@ -96,8 +100,11 @@ def replica(args: argparse.Namespace) -> None:
     print(json.dumps(out), flush=True)  # A ingests once it reads this line
     found: dict[str, float] = {}
     deadline = None
+    slowest = 0.0  # the longest query while A writes: the refresh a query pays, unless within the staleness
     while len(found) < 3:
+        began = time.perf_counter()
         hits = kb.search(FRESH_QUERY, top_k=3)
+        slowest = max(slowest, time.perf_counter() - began)
         now = time.time()
         fresh = next((h for h in hits if h["id"] == "fresh.md#0"), None)
         for name in fresh["retrievers"] if fresh else []:
@@ -108,7 +115,7 @@ def replica(args: argparse.Namespace) -> None:
             deadline = now + args.fresh_timeout
         if deadline is not None and now > deadline:
             break
-    print(json.dumps({"found_at": found}), flush=True)
+    print(json.dumps({"found_at": found, "slowest_query_ms": round(1000 * slowest, 1)}), flush=True)
 
 
 def run(size: int, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
@@ -149,6 +156,8 @@ def run(size: int, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             str(done_file),
             "--fresh-timeout",
             str(args.fresh_timeout),
+            "--staleness",
+            str(args.staleness),
         ],
         cwd=Path(__file__).resolve().parents[1],
         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
@@ -163,7 +172,10 @@ def run(size: int, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     a.ingest([new])
     finished = time.time()
     done_file.touch()
-    found = json.loads(b.stdout.readline())["found_at"]
+    polled = json.loads(b.stdout.readline())
+    found = polled["found_at"]
+    out["b_staleness_s"] = args.staleness
+    out["b_slowest_query_while_a_writes_ms"] = polled["slowest_query_ms"]
     b.wait(timeout=60)
     started = time.perf_counter()  # B restarts on its own data dir: what its local BM25 copy saves
     reopened = KnowledgeBase(tmp / f"b{size}", embedder=EMBEDDER, **shared)
@@ -198,6 +210,9 @@ def main() -> None:
         "--fresh-timeout", type=float, default=10.0, help="s B keeps polling after A's ingest"
     )
     parser.add_argument("--no-single", action="store_true", help="skip the single embedded process")
+    parser.add_argument(
+        "--staleness", type=float, default=0.0, help="B's KB_AGENT_BM25_STALENESS (s; 0: reload first)"
+    )
     parser.add_argument("--replica", action="store_true", help=argparse.SUPPRESS)
     for name in ("--home", "--collection", "--chroma-url", "--database-url"):
         parser.add_argument(name, help=argparse.SUPPRESS)

@@ -108,8 +108,10 @@ class KnowledgeIndex:
         return True
 
     def _may_lag(self) -> bool:
+        # a catch-up adopts the new version before its rebuild ends: until it is done, this process lags
+        busy = self._catching_up is not None and self._catching_up.is_alive()
         generation = self.manifest.generation()
-        if generation == self.generation:
+        if generation == self.generation and not busy:
             return False
         now = time.monotonic()
         if self._superseded_at is None:
