@@ -25,12 +25,12 @@ from typing import Any
 
 import numpy as np
 
-from stores.chunking import Chunk, chunk_document
-from stores.documents import LoadedDocument, Section, load
 from stores.embeddings import Embedder, HashingEmbedder, get_embedder
 from stores.knowledge import EMBED_BATCH, KnowledgeBase
+from stores.knowledge.chunking import Chunk, chunk_document
+from stores.knowledge.documents import LoadedDocument, Section, load
 from stores.knowledge.ingest import write_batch
-from stores.manifest import FileRecord, now_iso
+from stores.knowledge.manifest import FileRecord, now_iso
 
 GROUPS = ["public"]
 MODES = ("hybrid", "bm25", "vector")

@@ -20,7 +20,7 @@ from models.deadline import invoke_with_timeout
 from models.rerank import parse_json_object
 from nodes import prompts
 from nodes.conversation import language
-from stores.evaluation import EvalQuery, citation_precision, cited_claims
+from stores.knowledge.evaluation import EvalQuery, citation_precision, cited_claims
 
 
 def _answer(graph: Any, ctx: Settings, query: EvalQuery) -> str:

@@ -26,8 +26,8 @@ EVAL_CHUNK_TOKENS = 480
 def _beir_index(folder: Path, ctx: Settings) -> tuple[Any, list[Any], list[str], dict[str, str]]:
     """Index a BEIR corpus in a cache of its own (never the user's knowledge base): one file per document."""
     from stores.embeddings import embedder_for
-    from stores.evaluation import load_beir
     from stores.knowledge import KnowledgeBase
+    from stores.knowledge.evaluation import load_beir
 
     corpus, queries = load_beir(folder)
     problems = list(getattr(queries, "problems", []))
@@ -68,7 +68,7 @@ def visible_labels(
 
     Labels are chunk ids, or with ``by_file`` source files (checked against the manifest's groups).
     """
-    from stores.evaluation import EvalQuery, QuerySet
+    from stores.knowledge.evaluation import EvalQuery, QuerySet
 
     labelled = sorted({cid for q in queries for cid in q.relevant})
     if by_file:
@@ -114,8 +114,8 @@ def evaluate(
     Against the knowledge base, only what the caller's groups may see is searched and scored: labels that
     point at chunks outside them are dropped, with a warning.
     """
-    from stores.chunking import source_of_chunk
-    from stores.evaluation import evaluate_modes, load_seed_testset
+    from stores.knowledge.chunking import source_of_chunk
+    from stores.knowledge.evaluation import evaluate_modes, load_seed_testset
 
     chosen = _modes(modes, eval_modes=True)
     if not dataset.exists():

@@ -27,10 +27,10 @@ from stores.base import Passage
 from stores.chroma import EmbeddingMismatchError, chroma_client, open_collection, reopen_client
 from stores.embeddings import Embedder
 from stores.knowledge.groups import FLAG_PREFIXES, clean_groups, group_key
-from stores.manifest import FileRecord, Manifest
+from stores.knowledge.manifest import FileRecord, Manifest
 
 if TYPE_CHECKING:
-    from stores.bm25_index import BM25Index
+    from stores.knowledge.bm25_index import BM25Index
 
 log = logging.getLogger(__name__)
 
@@ -234,7 +234,7 @@ class KnowledgeIndex:
 
     def get(self, ids: Sequence[str], *, groups: Sequence[str] | None = None) -> list[Passage]:
         """Chunks by id, in the order asked; with ``groups``, only those the caller may see."""
-        from stores.chunking import source_of_chunk
+        from stores.knowledge.chunking import source_of_chunk
         ids = list(dict.fromkeys(ids))
         if not ids:
             return []
@@ -367,7 +367,7 @@ def _wanted(records: Iterable[FileRecord]) -> dict[str, str]:
 def _open_bm25(directory: Path, *, rebuildable: bool) -> BM25Index:
     """The BM25 index under ``directory``; when it can be rebuilt from the shared stores (a replica's
     copy), an unreadable file is set aside and started afresh instead of failing the process."""
-    from stores.bm25_index import INDEX_FILE, BM25Index
+    from stores.knowledge.bm25_index import INDEX_FILE, BM25Index
 
     try:
         return BM25Index(directory)

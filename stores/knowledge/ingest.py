@@ -27,11 +27,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from stores.knowledge.groups import clean_groups, flag_keys, group_key
+from stores.knowledge.manifest import FileRecord, now_iso
 from stores.knowledge.reading import FileJob, Piece, Reader
-from stores.manifest import FileRecord, now_iso
 
 if TYPE_CHECKING:
-    from stores.chunking import Chunk
+    from stores.knowledge.chunking import Chunk
     from stores.knowledge.index import KnowledgeIndex
 
 EMBED_BATCH = 32  # chunks per embed_documents call: the progress bar moves, a failure loses little
@@ -89,7 +89,7 @@ def ingest(
     ``progress`` gets an :class:`IngestProgress` after each file and each embedding batch.
     A file that cannot be read is reported in ``skipped`` and keeps what it had indexed before.
     """
-    from stores.documents import discover
+    from stores.knowledge.documents import discover
 
     given = [Path(paths)] if isinstance(paths, str | Path) else [Path(p) for p in paths]
     fixed = clean_groups([groups] if isinstance(groups, str) else groups or [])

@@ -19,10 +19,10 @@ from stores.knowledge.groups import DEFAULT_GROUPS
 from stores.knowledge.index import KnowledgeIndex
 from stores.knowledge.ingest import IngestReport, Progress
 from stores.knowledge.ingest import ingest as ingest_files
+from stores.knowledge.manifest import FileRecord
 from stores.knowledge.search import Searcher, SearchSettings
 from stores.knowledge.trash import Trash, move_to_trash
 from stores.knowledge.trash import restore as restore_from_trash
-from stores.manifest import FileRecord
 
 
 class KnowledgeBase:
@@ -107,7 +107,7 @@ class KnowledgeBase:
         The exact source wins, so ``a#1.txt`` is that file and never chunk 1 of ``a``; only then is the
         id read as ``source#n``, split at its last '#'. A name may hold any number of '#'.
         """
-        from stores.chunking import source_of_chunk
+        from stores.knowledge.chunking import source_of_chunk
 
         doc_id = doc_id.strip()
         record = self.manifest.get(doc_id)

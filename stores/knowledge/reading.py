@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from stores.knowledge.groups import DEFAULT_GROUPS, clean_groups
-from stores.manifest import FileRecord
+from stores.knowledge.manifest import FileRecord
 
 if TYPE_CHECKING:
-    from stores.chunking import Chunk
+    from stores.knowledge.chunking import Chunk
 
 PIECE = 64  # chunks per "chunks" event
 
@@ -129,7 +129,7 @@ class Reader:
                 return
 
     def _read(self, file: Path, root: Path) -> None:
-        from stores.documents import DocumentError, load, read_groups, shown_path
+        from stores.knowledge.documents import DocumentError, load, read_groups, shown_path
 
         size = _size(file)
         job: FileJob | None = None
@@ -167,7 +167,7 @@ class _Stopped(Exception):
 
 
 def _pieces(doc: Any, groups: list[str], chunk_tokens: int) -> Iterator[list[tuple[Chunk, list[str]]]]:
-    from stores.chunking import chunk_document
+    from stores.knowledge.chunking import chunk_document
     from stores.text_analysis import tokenize
 
     piece: list[tuple[Chunk, list[str]]] = []
@@ -189,7 +189,7 @@ def _size(path: Path) -> int:
 
 def same_source_check(source: str, old: FileRecord | None, path: str, root: Path) -> None:
     """Refuse a file whose id (its path relative to the ingest root) is another existing file's."""
-    from stores.documents import DocumentError
+    from stores.knowledge.documents import DocumentError
 
     if old is None or not old.path or old.path == path or not Path(old.path).exists():
         return  # new, the same file, or the old one moved away: replacing is what the user wants

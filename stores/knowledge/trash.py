@@ -26,7 +26,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from stores.manifest import FileRecord
+from stores.knowledge.manifest import FileRecord
 from stores.sql import Database, is_postgres, open_database, postgres_lost
 
 if TYPE_CHECKING:

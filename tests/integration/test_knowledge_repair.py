@@ -22,7 +22,7 @@ KILLED_INGEST = """
 import os, signal, sys
 from stores.embeddings import HashingEmbedder
 from stores.knowledge import KnowledgeBase
-from stores.manifest import Manifest
+from stores.knowledge.manifest import Manifest
 
 def killed(self, puts, removes):  # every chunk is in Chroma (and BM25), the manifest is not written yet
     os.kill(os.getpid(), signal.SIGKILL)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-import stores.bm25_index as bm25_index
-from stores.bm25_index import INDEX_FILE, BM25Index
+import stores.knowledge.bm25_index as bm25_index
+from stores.knowledge.bm25_index import INDEX_FILE, BM25Index
 
 DOCS = [
     ("leave#0", "员工请假制度：请假需提前三天在系统中提交申请，由直属主管审批。", ["public"]),

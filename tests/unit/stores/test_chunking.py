@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stores import chunking
-from stores.chunking import Chunk, chunk_document
-from stores.documents import LoadedDocument, Section, load
+from stores.knowledge import chunking
+from stores.knowledge.chunking import Chunk, chunk_document
+from stores.knowledge.documents import LoadedDocument, Section, load
 from stores.text_analysis import estimate_tokens
 from tests.fixtures.docs import make_pdf
 

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from pypdf import PdfReader, PdfWriter
 
-from stores import documents
-from stores.chunking import chunk_document
-from stores.documents import DocumentError, LoadedDocument, Section, discover, load, read_groups
+from stores.knowledge import documents
+from stores.knowledge.chunking import chunk_document
+from stores.knowledge.documents import DocumentError, LoadedDocument, Section, discover, load, read_groups
 from stores.text_analysis import estimate_tokens
 from tests.fixtures.docs import make_pdf
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from docx import Document
 
-from stores.documents import DocumentError, load
 from stores.embeddings import HashingEmbedder
 from stores.knowledge import KnowledgeBase
+from stores.knowledge.documents import DocumentError, load
 
 
 def _docx(path: Path) -> Path:

@@ -10,7 +10,7 @@ import pytest
 from ranx import Qrels, Run
 from ranx import evaluate as ranx_evaluate
 
-from stores.evaluation import (
+from stores.knowledge.evaluation import (
     EvalDataError,
     EvalQuery,
     evaluate,
@@ -199,7 +199,7 @@ def test_evaluate_modes_reports_metrics_latency_errors_and_model_calls() -> None
 
 
 def test_citation_precision_counts_citations_whose_chunk_contains_the_claim() -> None:
-    from stores.evaluation import citation_precision, cited_claims
+    from stores.knowledge.evaluation import citation_precision, cited_claims
 
     answer = (
         "RAG 先检索相关片段，再交给大模型生成回答 [rag.md#0]。高级工程师年薪 60 万到 90 万元 [rag.md#0]。"

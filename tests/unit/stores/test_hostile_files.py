@@ -18,10 +18,9 @@ from pathlib import Path
 import pytest
 from docx import Document
 
-from stores import load_limits
-from stores.documents import DocumentError, load
 from stores.embeddings import HashingEmbedder
-from stores.knowledge import KnowledgeBase
+from stores.knowledge import KnowledgeBase, load_limits
+from stores.knowledge.documents import DocumentError, load
 
 ROOT = Path(__file__).parents[3]
 PEAK_MIB = 200  # what a refused bomb may add to the process; before the bounds they took gigabytes
@@ -72,7 +71,7 @@ def _bombs(folder: Path) -> dict[str, Path]:
 _MEASURE = """
 import json, re, sys
 from pathlib import Path
-from stores.documents import DocumentError, load
+from stores.knowledge.documents import DocumentError, load
 import docx, lxml.etree, pypdf  # imported before the baseline: they are not the file's cost
 def peak_mib():
     status = Path("/proc/self/status").read_text()
@@ -124,8 +123,8 @@ def test_too_many_paragraphs_is_refused(tmp_path: Path, monkeypatch: pytest.Monk
 def test_files_over_their_size_bound_are_refused_unread(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("stores.documents.MAX_HTML_BYTES", 1000)
-    monkeypatch.setattr("stores.documents.MAX_PDF_BYTES", 1000)
+    monkeypatch.setattr("stores.knowledge.documents.MAX_HTML_BYTES", 1000)
+    monkeypatch.setattr("stores.knowledge.documents.MAX_PDF_BYTES", 1000)
     (tmp_path / "big.html").write_text("<p>" + "word " * 1000 + "</p>")
     (tmp_path / "big.pdf").write_bytes(b"%PDF-1.4\n" + b"0" * 2000)
     with pytest.raises(DocumentError, match=r"HTML of .* is over the .* limit"):
@@ -137,7 +136,7 @@ def test_files_over_their_size_bound_are_refused_unread(
 def test_a_pdf_over_the_page_bound_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from pypdf import PdfWriter
 
-    monkeypatch.setattr("stores.pdf_loader.MAX_PDF_PAGES", 10)
+    monkeypatch.setattr("stores.knowledge.pdf_loader.MAX_PDF_PAGES", 10)
     writer = PdfWriter()
     for _ in range(11):
         writer.add_blank_page(width=200, height=200)

@@ -484,14 +484,14 @@ def test_files_are_read_and_chunked_while_the_embedder_works(
 ) -> None:
     """The first embedding call waits until the last file was loaded: that only returns if reading runs
     beside embedding (a sequential ingest would wait out the timeout and fail the assert)."""
-    import stores.documents
+    import stores.knowledge.documents
 
     for n in range(5):
         write(
             tmp_path / "docs" / f"f{n}.md", "".join(f"## S{i}\n\nFile {n} part {i}.\n\n" for i in range(10))
         )
     last_loaded = threading.Event()
-    load = stores.documents.load
+    load = stores.knowledge.documents.load
 
     def watched(path: Path, root: Path) -> Any:
         doc = load(path, root)
@@ -507,7 +507,7 @@ def test_files_are_read_and_chunked_while_the_embedder_works(
                 self.waited = last_loaded.wait(timeout=30)
             return super().embed_documents(texts)
 
-    monkeypatch.setattr(stores.documents, "load", watched)
+    monkeypatch.setattr(stores.knowledge.documents, "load", watched)
     embedder = Waiting()
     kb = KnowledgeBase(tmp_path / "data", embedder=embedder)
     assert len(kb.ingest([tmp_path / "docs"]).added) == 5

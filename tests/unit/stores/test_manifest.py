@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from stores.manifest import FileRecord, Manifest
+from stores.knowledge.manifest import FileRecord, Manifest
 
 
 def _record(source: str, n: int = 2, groups: list[str] | None = None) -> FileRecord:

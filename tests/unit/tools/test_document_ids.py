@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from graph.settings import Settings
-from stores.chunking import source_of_chunk
 from stores.embeddings import HashingEmbedder
 from stores.feedback import FeedbackStore
 from stores.knowledge import KnowledgeBase
+from stores.knowledge.chunking import source_of_chunk
 from tools.approval import ApprovalDecision
 from tools.executor import ToolCallRequest, ToolExecutor
 from tools.knowledge_tools import KnowledgeServices, knowledge_tools

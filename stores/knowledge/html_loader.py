@@ -1,6 +1,6 @@
 """HTML pages as sections of visible text, one per h1-h3 heading.
 
-Kept apart from :mod:`stores.documents` like the PDF and .docx loaders: it returns (heading path, text)
+Kept apart from :mod:`stores.knowledge.documents` like the PDF and .docx loaders: it returns (heading path, text)
 pairs and the caller tidies them, so this module needs nothing from there.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from html.parser import HTMLParser
 
-from stores.load_limits import Deadline
+from stores.knowledge.load_limits import Deadline
 
 _SKIP_TAGS = frozenset({"script", "style", "nav", "noscript", "template", "svg"})
 _HEADINGS = frozenset({"h1", "h2", "h3"})

@@ -11,7 +11,7 @@ from typing import Any
 
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
-from stores.documents import LoadedDocument
+from stores.knowledge.documents import LoadedDocument
 from stores.text_analysis import _CJK, estimate_tokens
 
 # Coarse to fine, as regexes so that marks of one rank share a level: paragraphs, lines, sentence ends

@@ -1,7 +1,7 @@
 """Word ``.docx`` files as sections: one per heading (Heading 1–3 / 标题 1–3), tables as rows of cells.
 
-Kept apart from :mod:`stores.documents` because it needs ``python-docx`` (pure Python over lxml). The zip
-is checked against :mod:`stores.load_limits` before python-docx sees it: it loads every part whole.
+Kept apart from :mod:`stores.knowledge.documents` because it needs ``python-docx`` (pure Python over lxml). The zip
+is checked against :mod:`stores.knowledge.load_limits` before python-docx sees it: it loads every part whole.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import io
 import re
 from typing import Any
 
-from stores.load_limits import Deadline, check_docx_archive
+from stores.knowledge.load_limits import Deadline, check_docx_archive
 
 _LEVEL = re.compile(r"(?:heading|标题)\s*(\d)", re.IGNORECASE)
 

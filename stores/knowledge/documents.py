@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from stores.html_loader import html_sections
-from stores.load_limits import (
+from stores.knowledge.html_loader import html_sections
+from stores.knowledge.load_limits import (
     MAX_DOCX_BYTES,
     MAX_HTML_BYTES,
     MAX_PDF_BYTES,
@@ -165,7 +165,7 @@ def load(path: Path, root: Path) -> LoadedDocument:
 
 
 def _check_size(suffix: str, size: int) -> None:
-    """Refuse a file over its kind's byte bound (stores.load_limits) before reading it."""
+    """Refuse a file over its kind's byte bound (stores.knowledge.load_limits) before reading it."""
     kind, limit = {
         ".pdf": ("PDF", MAX_PDF_BYTES),
         ".docx": (".docx", MAX_DOCX_BYTES),
@@ -326,7 +326,7 @@ def _heading_path(stack: list[tuple[int, str]]) -> str:
 
 
 def _load_docx(path: Path, raw: bytes) -> tuple[str, list[Section]]:
-    from stores.docx_loader import docx_sections
+    from stores.knowledge.docx_loader import docx_sections
 
     try:
         title, found = docx_sections(raw, path.stem)
@@ -340,7 +340,7 @@ def _load_docx(path: Path, raw: bytes) -> tuple[str, list[Section]]:
 
 def _load_pdf(path: Path, raw: bytes) -> tuple[str, list[Section]]:
     """(title, one section per page headed "p.N"); pages without text are dropped."""
-    from stores.pdf_loader import pdf_pages
+    from stores.knowledge.pdf_loader import pdf_pages
 
     try:
         title, pages = pdf_pages(raw)

@@ -1,6 +1,6 @@
-"""PDF files as one text per page, within the bounds of :mod:`stores.load_limits`.
+"""PDF files as one text per page, within the bounds of :mod:`stores.knowledge.load_limits`.
 
-Kept apart from :mod:`stores.documents` because pypdf needs its noise silenced and its limits set.
+Kept apart from :mod:`stores.knowledge.documents` because pypdf needs its noise silenced and its limits set.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import threading
 import warnings
 from collections.abc import Iterator
 
-from stores.load_limits import MAX_PDF_PAGES, MAX_TEXT_CHARS, Deadline, LimitExceeded, pdf_limits
+from stores.knowledge.load_limits import MAX_PDF_PAGES, MAX_TEXT_CHARS, Deadline, LimitExceeded, pdf_limits
 
 _PDF_LOCK = threading.Lock()
 
@@ -58,7 +58,7 @@ def pdf_pages(raw: bytes, deadline: Deadline | None = None) -> tuple[str, list[t
         except ValueError:
             raise
         except LimitReachedError as exc:
-            raise LimitExceeded(f"PDF is over a bound of stores.load_limits ({exc}); a zip bomb?") from exc
+            raise LimitExceeded(f"PDF is over a bound of stores.knowledge.load_limits ({exc}); a zip bomb?") from exc
         except Exception as exc:  # pypdf raises many kinds on damaged files (and LimitReachedError)
             raise ValueError(f"corrupt or unreadable PDF: {exc}") from exc
     return title, pages
