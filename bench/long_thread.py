@@ -27,10 +27,10 @@ from langchain_core.messages import AIMessage
 
 from graph.api import open_agent
 from graph.builder import default_registry
-from graph.settings import OFFLINE_MODEL, Settings
 from models import OfflineChatModel
 from models.tokens import count_tool_tokens
 from nodes.conversation import last_human_index
+from nodes.settings import OFFLINE_MODEL, Settings
 from nodes.summarize import HistoryLimits
 from nodes.tool_choice import offered_definitions
 from stores.checkpoint import SQLITE_FILE

@@ -21,7 +21,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from cli.kb_eval import _beir_index
-from graph.settings import Settings
+from nodes.settings import Settings
 from stores.knowledge import KnowledgeBase
 from stores.knowledge.bm25_index import BM25Index
 from stores.knowledge.evaluation import evaluate_modes, load_beir

@@ -25,8 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from langchain_core.messages import HumanMessage
 
 from graph.builder import build_graph
-from graph.settings import Settings
 from models.tokens import calibration
+from nodes.settings import Settings
 from tests.fixtures.openai_server import OpenAIServer, ScriptedReply, reference_prompt_tokens
 
 QUESTIONS = [

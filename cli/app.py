@@ -27,8 +27,8 @@ from cli.tools import tools_app
 from cli.trace import print_memories_written, tool_status_printer, trace_printer
 from cli.trash import trash_app
 from graph.api import Agent, Answer, EmptyQuestionError, ThreadBusyError, open_agent
-from graph.settings import ConfigError, Settings, env_table
 from models.errors import ModelConfigError, ModelError
+from nodes.settings import ConfigError, Settings, env_table
 from stores.checkpoint import CheckpointConfigError
 from stores.chroma import EmbeddingMismatchError
 from stores.disk import disk_full

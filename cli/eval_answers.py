@@ -14,12 +14,12 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from graph.builder import build_graph
-from graph.settings import Settings
 from models import OfflineChatModel, get_chat_model
 from models.deadline import invoke_with_timeout
 from models.rerank import parse_json_object
 from nodes import prompts
 from nodes.conversation import language
+from nodes.settings import Settings
 from stores.knowledge.evaluation import EvalQuery, citation_precision, cited_claims
 
 

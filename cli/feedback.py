@@ -8,7 +8,7 @@ from rich.table import Table
 
 from cli.terminal import json_text, shown
 from graph.open_stores import feedback_store
-from graph.settings import Settings
+from nodes.settings import Settings
 from stores.feedback import cited_ids
 
 feedback_app = typer.Typer(help="What users said about answers.", no_args_is_help=True)

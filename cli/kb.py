@@ -11,7 +11,7 @@ from rich.console import Console
 from cli.progress import ingest_bar
 from cli.terminal import json_text, shown
 from graph.open_stores import open_knowledge_base as open_kb
-from graph.settings import Settings
+from nodes.settings import Settings
 from stores.disk import disk_full
 from stores.sql import StoreUnavailableError
 

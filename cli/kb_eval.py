@@ -17,8 +17,8 @@ from rich.table import Table
 from cli.kb import DECOMPOSED, RERANKED, _context, _fail, _modes, err, open_knowledge_base, out
 from cli.progress import ingest_bar
 from cli.terminal import json_text, shown
-from graph.settings import Settings
 from models.rerank import cut_below
+from nodes.settings import Settings
 
 EVAL_CHUNK_TOKENS = 480
 

@@ -16,7 +16,7 @@ from rich.table import Table
 
 from cli.terminal import json_text, shown
 from graph.open_stores import memory_store
-from graph.settings import ConfigError, Settings
+from nodes.settings import ConfigError, Settings
 from stores.audit import AuditEntry
 from stores.base import MemoryRecord
 from stores.memory.rules import MEMORY_TYPES

@@ -32,7 +32,7 @@ from rich.markup import escape
 from cli.server_app import REPLICA_ENV, SELF_CHECK_ENV
 from graph.auth import TOKENS_ENV, _tokens
 from graph.fingerprint import differences, graph_version, settings_digest
-from graph.settings import ConfigError, Settings
+from nodes.settings import ConfigError, Settings
 from stores.replicas import GONE_AFTER, Replica, ReplicaRegistry
 from stores.sql import StoreUnavailableError
 

@@ -152,8 +152,8 @@ def warm_model_client() -> None:
     first use it landed on the first runs, all stalled behind it (bench/README.md, "where the CPU goes").
     """
     try:
-        from graph.settings import Settings
         from models import get_chat_model
+        from nodes.settings import Settings
 
         settings = Settings.current()
         if not settings.uses_offline_model:

@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cli.terminal import json_text, shown
-from graph.settings import ConfigError, Settings
+from nodes.settings import ConfigError, Settings
 from tools.approval import ApprovalDecision, ApprovalRequest, Approver
 from tools.executor import ToolCallRequest, ToolExecutor
 from tools.nesting import depth_message, json_too_deep

@@ -8,7 +8,7 @@ from rich.table import Table
 
 from cli.terminal import json_text, shown
 from graph.open_stores import open_knowledge_base
-from graph.settings import Settings
+from nodes.settings import Settings
 from stores.knowledge.trash import TrashError
 
 trash_app = typer.Typer(help="Deleted documents: list, restore, purge.", no_args_is_help=True)

@@ -1,30 +1,10 @@
-"""kb-agent's public API: ``build_graph``, the server ``graph``, ``Settings``, ``Context`` and ``State``.
-
-Imports are lazy so that ``nodes`` can import ``graph.context``/``graph.state`` without a cycle.
-"""
+"""kb-agent's public API: ``build_graph``, the server ``graph``, ``Settings``, ``Context`` and ``State``."""
 
 from __future__ import annotations
 
-from typing import Any
+from graph.builder import build_builder, build_graph, graph
+from nodes.context import Context
+from nodes.settings import Settings
+from nodes.state import State
 
 __all__ = ["Context", "Settings", "State", "build_builder", "build_graph", "graph"]
-
-
-def __getattr__(name: str) -> Any:
-    if name in {"build_graph", "build_builder", "graph"}:
-        from graph import builder
-
-        return getattr(builder, name)
-    if name == "Context":
-        from graph.context import Context
-
-        return Context
-    if name == "Settings":
-        from graph.settings import Settings
-
-        return Settings
-    if name == "State":
-        from graph.state import State
-
-        return State
-    raise AttributeError(name)

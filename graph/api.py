@@ -27,8 +27,8 @@ from langgraph.types import Command
 
 from graph.builder import build_graph
 from graph.open_stores import open_memory
-from graph.settings import Settings
 from nodes.conversation import last_human_index
+from nodes.settings import Settings
 from nodes.summarize import full_history
 from stores.checkpoint import open_checkpointer
 from stores.checkpoint_prune import PruneReport, discard_after, prune_thread

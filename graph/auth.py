@@ -9,7 +9,7 @@ is authenticated.
 
 - Threads, runs and crons are stamped with their owner and every access is filtered by it.
 - A run's ``context`` (and ``config.configurable``, which the server turns into the context) may set only
-  the knobs of ``graph.context.Context``, within the deployment's caps: anything else is a 403/422 that
+  the knobs of ``nodes.context.Context``, within the deployment's caps: anything else is a 403/422 that
   names the key, before the run is queued.
 - A run's input messages must each coerce to a message (role user/assistant/system/tool, ...): anything
   else is a 422 before the run is queued, so nothing of it reaches the thread's checkpoint.
@@ -28,7 +28,7 @@ from typing import Any
 
 from langgraph_sdk import Auth
 
-from graph.context import (
+from nodes.context import (
     DEV_MARK,
     GROUP_PREFIX,
     HEADER_MARK,
@@ -38,8 +38,8 @@ from graph.context import (
     ForbiddenSettingError,
     check_run_values,
 )
-from graph.settings import Settings
-from graph.state import InvalidInputError, check_input
+from nodes.settings import Settings
+from nodes.state import InvalidInputError, check_input
 from tools.permissions import resolve_grant
 
 TOKENS_ENV = "KB_AGENT_API_TOKENS"

@@ -22,7 +22,6 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
 
-from graph.context import Context
 from graph.open_stores import (
     RunMemory,
     feedback_penalties,
@@ -31,13 +30,14 @@ from graph.open_stores import (
     open_knowledge_base,
     tool_effects,
 )
-from graph.settings import Settings
-from graph.state import InputState, State
 from nodes.agent import make_agent
+from nodes.context import Context
 from nodes.conversation import last_human_index
 from nodes.execute_tools import make_tools
 from nodes.load_memory import make_load_memory
 from nodes.retrieve import KnowledgeSource, make_retrieve
+from nodes.settings import Settings
+from nodes.state import InputState, State
 from nodes.summarize import make_summarize
 from nodes.tool_choice import add_find_tools
 from nodes.update_memory import make_update_memory
@@ -125,7 +125,7 @@ def build_builder(
     ``model`` fixes the chat model (else it is chosen per run from the context); ``knowledge`` is a
     knowledge base, a function of the run's settings that opens one (the default: the one under the data
     dir, if anything was ingested), or None for none. ``settings`` is the deployment (None: read from the
-    environment); a run's context may only adjust it within its caps (``graph.context``).
+    environment); a run's context may only adjust it within its caps (``nodes.context``).
     """
     if registry is None:
         registry = app_registry(settings, strict=False, memory=tool_memory(memory))

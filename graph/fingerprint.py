@@ -14,7 +14,7 @@ import json
 from importlib import metadata
 from pathlib import Path
 
-from graph.settings import Settings
+from nodes.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 GRAPH_PACKAGES = ("graph", "nodes", "tools", "models", "stores")

@@ -18,12 +18,12 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langgraph.runtime import get_runtime
 
-from graph.context import run_settings
-from graph.settings import Settings
 from models import OfflineChatModel, get_chat_model
 from models.extractive import extractive_summary
 from models.extractor import ModelExtractor
 from nodes import prompts
+from nodes.context import run_settings
+from nodes.settings import Settings
 from stores.base import MemoryRecord, Passage
 from stores.embeddings import embedder_for
 from stores.feedback import FeedbackStore

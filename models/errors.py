@@ -6,7 +6,7 @@ from typing import Protocol
 
 
 class EndpointSettings(Protocol):
-    """What choosing and calling a chat endpoint needs (``graph.settings.Settings`` has it all)."""
+    """What choosing and calling a chat endpoint needs (``nodes.settings.Settings`` has it all)."""
 
     @property
     def model_name(self) -> str: ...

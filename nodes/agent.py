@@ -18,9 +18,6 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import Runnable
 from langgraph.runtime import Runtime
 
-from graph.context import Context, run_settings
-from graph.settings import Settings
-from graph.state import State
 from models import get_chat_model
 from models.deadline import ModelTimeout, await_with_deadline, call_with_deadline
 from models.errors import ModelError, describe_model_error
@@ -28,8 +25,11 @@ from models.local import LocalChatModel
 from models.tokens import calibration, count_message_tokens, count_tool_tokens, estimate_tokens
 from nodes import history, prompts
 from nodes.budget import Budget
+from nodes.context import Context, run_settings
 from nodes.conversation import current_question, language, run_label, unsummarised
 from nodes.node_io import IO, Node, Steps, dual_node
+from nodes.settings import Settings
+from nodes.state import State
 from nodes.tool_choice import offered_definitions
 from tools.nesting import without_deep_calls
 from tools.registry import ToolRegistry

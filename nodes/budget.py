@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from graph.settings import Settings
+from nodes.settings import Settings
 
 LIMIT_NAMES = {
     "rounds": ("最大模型轮数", "model rounds"),

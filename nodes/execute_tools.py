@@ -15,13 +15,13 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
-from graph.context import Context, run_settings
-from graph.settings import Settings
-from graph.state import State
 from nodes.agent import final_message
 from nodes.budget import Budget
+from nodes.context import Context, run_settings
 from nodes.conversation import current_question, language, run_label
 from nodes.node_io import IO, Node, Steps, dual_node
+from nodes.settings import Settings
+from nodes.state import State
 from stores.tool_effects import ToolEffectLog
 from tools.approval import interrupt_approver
 from tools.executor import ToolCallRequest, ToolExecutor

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from langgraph.runtime import Runtime
 
-from graph.context import Context, run_settings
-from graph.settings import Settings
-from graph.state import State
+from nodes.context import Context, run_settings
 from nodes.conversation import current_question
 from nodes.node_io import IO, Node, Steps, dual_node
+from nodes.settings import Settings
+from nodes.state import State
 from stores.base import MemoryStore
 
 RECALL_TOP_K = 5

@@ -22,8 +22,8 @@ from typing import Any, Generic, TypeVar
 from langgraph._internal._runnable import RunnableCallable  # what create_agent's own nodes are
 from langgraph.runtime import Runtime
 
-from graph.context import Context
-from graph.state import State
+from nodes.context import Context
+from nodes.state import State
 
 T = TypeVar("T")
 Node = RunnableCallable  # what make_<node>() returns: a runnable with a sync and an async implementation

@@ -15,15 +15,15 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langgraph.runtime import Runtime
 
-from graph.context import Context, run_settings
-from graph.settings import Settings
-from graph.state import State
 from models import get_chat_model
 from models.intents import find_expression
 from models.rerank import cut_below, reranker_from_setting
+from nodes.context import Context, run_settings
 from nodes.conversation import current_question, last_human_index
 from nodes.node_io import IO, Node, Steps, dual_node
 from nodes.query_planning import planned_queries, retrieve_planned
+from nodes.settings import Settings
+from nodes.state import State
 from stores.base import Passage, PassageSearch
 from stores.feedback import downweight
 from stores.text_analysis import tokenize

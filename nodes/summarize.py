@@ -32,9 +32,6 @@ from langchain_core.messages import (
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
-from graph.context import Context, run_settings
-from graph.settings import OFFLINE_MODEL, Settings
-from graph.state import State
 from models import OfflineChatModel, get_chat_model
 from models.deadline import await_with_deadline, call_with_deadline
 from models.summarizers import ModelSummarizer, Summarizer, offline_summarizer
@@ -42,9 +39,12 @@ from models.summary import summary_language
 from models.tokens import calibration, count_message_tokens, count_tool_tokens, estimate_tokens
 from nodes import prompts
 from nodes.budget import Budget
+from nodes.context import Context, run_settings
 from nodes.conversation import current_question, language, last_human_index
 from nodes.history import wire_history
 from nodes.node_io import IO, Node, Steps, dual_node
+from nodes.settings import OFFLINE_MODEL, Settings
+from nodes.state import State
 from nodes.tool_choice import offered_definitions
 from tools.registry import ToolRegistry
 

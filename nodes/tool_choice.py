@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from graph.settings import Settings
 from nodes.conversation import current_question
+from nodes.settings import Settings
 from stores.embeddings import EmbedderError, embedder_for
 from stores.vector_cache import CachedEmbedder
 from tools.permissions import grant_for

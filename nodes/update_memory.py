@@ -11,10 +11,10 @@ import logging
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
-from graph.context import Context, run_settings
-from graph.settings import Settings
-from graph.state import State
+from nodes.context import Context, run_settings
 from nodes.node_io import IO, Node, Steps, dual_node
+from nodes.settings import Settings
+from nodes.state import State
 from stores.base import MemoryStore
 
 log = logging.getLogger("kb_agent.memory")

@@ -14,7 +14,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 
 from graph.open_stores import open_knowledge_base
-from graph.settings import Settings
+from nodes.settings import Settings
 from stores.checkpoint import open_checkpointer
 
 POSTGRES_URL = os.environ.get("KB_TEST_POSTGRES_URL", "")

@@ -22,8 +22,8 @@ from cli.app import app
 from graph import build_graph
 from graph.api import NoPendingApprovalError, open_agent
 from graph.open_stores import open_knowledge_base
-from graph.settings import Settings
 from models.scripted import ScriptedChatModel, tool_call
+from nodes.settings import Settings
 from tests.integration.conftest import Backend
 from tools.approval import InvalidApprovalError
 
@@ -152,7 +152,7 @@ def test_user_roles_setting_grants_the_role(kb_home: Path, monkeypatch: pytest.M
 RESUME_CHILD = """
 import json, sys
 from graph.api import open_agent
-from graph.settings import Settings
+from nodes.settings import Settings
 with open_agent(Settings(roles="admin")) as agent:
     answer = agent.resume("del", {"approved": True}, user_id="alice")
     print(json.dumps({"text": answer.text, "pending": answer.pending_approvals}))

@@ -16,8 +16,8 @@ from langgraph.types import Command
 
 from graph import build_graph
 from graph.open_stores import RunMemory, open_memory
-from graph.settings import Settings
 from models import ScriptedChatModel, tool_call
+from nodes.settings import Settings
 from stores.checkpoint import open_async_checkpointer
 from tools import clock
 from tools.builtin import builtin_registry

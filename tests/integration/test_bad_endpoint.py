@@ -17,9 +17,9 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from graph.builder import build_graph
-from graph.settings import Settings
 from models.errors import ModelError
 from models.request_reading import split_appended
+from nodes.settings import Settings
 from tests.fixtures.openai_server import OpenAIServer, ScriptedReply
 from tools.builtin import builtin_registry
 

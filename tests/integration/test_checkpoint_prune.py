@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from cli.app import app
 from graph import build_graph
 from graph.api import open_agent
-from graph.settings import Settings
+from nodes.settings import Settings
 from nodes.summarize import full_history
 from stores.checkpoint_prune import checkpoints_to_delete, prune_thread
 

@@ -10,8 +10,8 @@ from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMes
 from langgraph.checkpoint.memory import InMemorySaver
 
 from graph import build_graph, graph
-from graph.settings import Settings
 from models import ScriptedChatModel, tool_call
+from nodes.settings import Settings
 from stores.base import MemoryRecord, Passage
 
 
@@ -236,8 +236,8 @@ def test_user_id_comes_from_context_or_configurable() -> None:
 
     from langgraph.graph import START, StateGraph
 
-    from graph.context import Context, run_settings
-    from graph.state import State
+    from nodes.context import Context, run_settings
+    from nodes.state import State
 
     builder = StateGraph(State, context_schema=Context)
     builder.add_node("record", record)

@@ -19,9 +19,9 @@ from typer.testing import CliRunner
 from cli import memory as memory_cli
 from graph.builder import build_graph
 from graph.open_stores import RunMemory, open_memory
-from graph.settings import Settings
 from models import ScriptedChatModel, tool_call
 from models.extractor import ModelExtractor
+from nodes.settings import Settings
 from stores.embeddings import HashingEmbedder
 from stores.memory.rules import EXTRACTION_PROMPT, ExtractionRequest
 from stores.memory.store import ChromaMemoryStore
@@ -362,7 +362,7 @@ def test_a_high_risk_fact_waits_for_the_user_who_confirms_or_drops_it_by_command
 ) -> None:
     from cli.app import app as kb_app
     from graph.api import open_agent
-    from graph.settings import Settings
+    from nodes.settings import Settings
 
     monkeypatch.setenv("KB_AGENT_EMBEDDER", "hashing")
     monkeypatch.setenv("KB_AGENT_HOME", str(tmp_path / "home"))

@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 from cli.app import app
 from graph import build_graph
 from graph.builder import app_registry
-from graph.settings import Settings
+from nodes.settings import Settings
 from tools.mcp import shared_manager
 
 SERVER = Path(__file__).resolve().parents[1] / "fixtures" / "mcp_server.py"

@@ -15,7 +15,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from graph import build_graph
 from graph.open_stores import RunMemory, memory_store, open_memory
-from graph.settings import Settings
+from nodes.settings import Settings
 from stores.memory.store import ChromaMemoryStore
 
 

@@ -15,7 +15,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from graph import build_graph
 from graph.open_stores import open_knowledge_base
-from graph.settings import Settings
+from nodes.settings import Settings
 from nodes.summarize import HistoryLimits
 
 QUESTION = "混合检索怎样合并向量检索和关键词检索的结果？"

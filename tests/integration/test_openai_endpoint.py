@@ -20,8 +20,8 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, Huma
 from langgraph.graph.state import CompiledStateGraph
 
 from graph.builder import build_graph
-from graph.settings import Settings
 from models.errors import ModelError
+from nodes.settings import Settings
 from tests.fixtures.openai_server import OpenAIServer, ScriptedReply
 from tools.builtin import CALCULATOR, CURRENT_DATE
 

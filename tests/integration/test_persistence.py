@@ -15,7 +15,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from graph import build_graph
 from graph.api import open_agent
-from graph.settings import Settings
+from nodes.settings import Settings
 from stores.checkpoint import CheckpointConfigError, list_threads, open_checkpointer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,7 +48,7 @@ def test_a_failed_turn_keeps_the_question(checkpointer: BaseCheckpointSaver) -> 
 CHILD = """
 import json, sys
 from graph.api import open_agent
-from graph.settings import Settings
+from nodes.settings import Settings
 with open_agent(Settings(data_dir=sys.argv[1])) as agent:
     answer = agent.ask(sys.argv[2], thread_id="restart")
     print(json.dumps({"text": answer.text, "history": [m.type for m in agent.history("restart")]}))

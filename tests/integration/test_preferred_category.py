@@ -10,7 +10,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from graph import build_graph
 from graph.open_stores import open_knowledge_base
-from graph.settings import Settings
+from nodes.settings import Settings
 from stores.embeddings import HashingEmbedder
 from stores.memory.store import ChromaMemoryStore
 

@@ -25,16 +25,16 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from graph.builder import default_registry, route_after_agent
-from graph.context import Context
-from graph.settings import Settings
-from graph.state import InputState, State
 from models import ScriptedChatModel
 from models.summarizers import Summarizer
 from models.tokens import count_message_tokens, count_tool_tokens
 from nodes.agent import make_agent
+from nodes.context import Context
 from nodes.execute_tools import make_tools
 from nodes.load_memory import make_load_memory
 from nodes.retrieve import make_retrieve
+from nodes.settings import Settings
+from nodes.state import InputState, State
 from nodes.summarize import HistoryLimits, full_history, make_summarize
 from nodes.tool_choice import offered_definitions
 from nodes.update_memory import make_update_memory

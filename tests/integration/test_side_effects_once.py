@@ -16,8 +16,8 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from graph.builder import build_graph, default_registry
-from graph.settings import Settings
 from models.scripted import ScriptedChatModel, tool_call
+from nodes.settings import Settings
 from tools.registry import ToolRegistry, ToolSpec
 
 OBJ: dict[str, Any] = {"type": "object", "properties": {}}

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from cli.app import app
 from graph.api import ThreadOwnershipError, open_agent
-from graph.settings import Settings
+from nodes.settings import Settings
 
 runner = CliRunner()
 

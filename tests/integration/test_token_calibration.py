@@ -9,9 +9,9 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from graph.builder import build_graph
-from graph.settings import Settings
-from graph.state import State
 from models.tokens import TokenCalibration, calibration
+from nodes.settings import Settings
+from nodes.state import State
 from nodes.summarize import HistoryLimits, measure
 from tests.fixtures.openai_server import OpenAIServer, ScriptedReply, reference_prompt_tokens
 

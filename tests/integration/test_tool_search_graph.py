@@ -12,8 +12,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from graph import build_graph
 from graph.builder import default_registry
-from graph.settings import Settings
 from models.scripted import ScriptedChatModel, tool_call
+from nodes.settings import Settings
 from tests.fixtures.tool_catalog import catalog_500
 from tools.registry import ToolRegistry
 from tools.tool_search import FIND_TOOLS

@@ -8,8 +8,8 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage
 
 from graph.api import open_agent
-from graph.settings import Settings
 from models.scripted import ScriptedChatModel, tool_call
+from nodes.settings import Settings
 
 
 class Boom(RuntimeError):

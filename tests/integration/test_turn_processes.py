@@ -20,7 +20,7 @@ import pytest
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 
 from graph.api import open_agent
-from graph.settings import Settings
+from nodes.settings import Settings
 from stores.threads import ThreadRegistry
 from tests.integration.conftest import POSTGRES_URL
 

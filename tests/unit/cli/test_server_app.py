@@ -7,8 +7,8 @@ import logging
 import pytest
 
 from cli.server_app import warm_model_client
-from graph.settings import Settings
 from models import _openai_model, get_chat_model
+from nodes.settings import Settings
 
 LOCAL = "http://127.0.0.1:8000/v1"
 

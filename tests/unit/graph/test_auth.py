@@ -13,7 +13,7 @@ import pytest
 from langgraph_sdk import Auth
 
 from graph import auth as server_auth
-from graph.context import DEV_MARK, HEADER_MARK, TOKEN_MARK
+from nodes.context import DEV_MARK, HEADER_MARK, TOKEN_MARK
 
 
 def _authenticate(headers: dict[bytes, bytes]) -> dict:

@@ -11,7 +11,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from typing_extensions import TypedDict
 
-from graph.context import (
+from nodes.context import (
     DEV_MARK,
     HEADER_MARK,
     TOKEN_MARK,
@@ -21,7 +21,7 @@ from graph.context import (
     check_run_values,
     run_settings,
 )
-from graph.settings import Settings
+from nodes.settings import Settings
 
 KNOBS = {f.name for f in fields(Context)}
 OPERATOR_ONLY = sorted({f.name for f in fields(Settings)} - KNOBS)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from graph import fingerprint
-from graph.settings import Settings
+from nodes.settings import Settings
 
 
 def test_the_graph_version_changes_with_one_line_of_the_graphs_source(

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from graph import graph
-from graph.settings import env_table
+from nodes.settings import env_table
 
 README = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
 
@@ -32,11 +32,11 @@ def test_readme_has_the_two_commands() -> None:
 def test_readme_settings_table_is_generated_from_the_settings() -> None:
     from dataclasses import fields
 
-    from graph.context import Context
-    from graph.settings import PER_RUN, settings_markdown
+    from nodes.context import Context
+    from nodes.settings import PER_RUN, settings_markdown
 
     assert set(PER_RUN) == {f.name for f in fields(Context)}, "every run knob says how it is capped"
     block = re.search(r"<!-- settings:start -->\n(.*?)\n<!-- settings:end -->", README, re.S)
     assert block is not None and block.group(1) == settings_markdown(), (
-        "settings changed: regenerate the README table from graph.settings.settings_markdown()"
+        "settings changed: regenerate the README table from nodes.settings.settings_markdown()"
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from graph.settings import ConfigError, Settings, env_table
+from nodes.settings import ConfigError, Settings, env_table
 
 
 def test_defaults_without_environment() -> None:

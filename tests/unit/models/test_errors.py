@@ -6,8 +6,8 @@ import httpx
 import openai
 import pytest
 
-from graph.settings import Settings
 from models.errors import ModelError, describe_model_error
+from nodes.settings import Settings
 
 URL = "http://127.0.0.1:9/v1"
 

@@ -7,9 +7,9 @@ import functools
 import pytest
 from langchain_openai import ChatOpenAI
 
-from graph.settings import Settings
 from models import OfflineChatModel, get_chat_model
 from models.errors import ModelConfigError
+from nodes.settings import Settings
 
 LOCAL = "http://127.0.0.1:8000/v1"
 

@@ -8,8 +8,8 @@ from typing import Any
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from graph import build_graph
-from graph.settings import Settings
 from models import ScriptedChatModel, tool_call
+from nodes.settings import Settings
 from tools.builtin import builtin_registry
 from tools.registry import ToolSpec
 

@@ -15,8 +15,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langgraph.checkpoint.memory import InMemorySaver
 
 from graph import build_graph
-from graph.settings import Settings
 from models import ScriptedChatModel, tool_call
+from nodes.settings import Settings
 from stores.base import MemoryRecord, Passage
 
 CONFIG = {"configurable": {"thread_id": "t1", "user_id": "alice"}}

@@ -22,8 +22,6 @@ from langchain_core.messages import (
 from langgraph.graph import add_messages
 from langgraph.runtime import Runtime
 
-from graph.settings import Settings
-from graph.state import State
 from models import ScriptedChatModel
 from models.earlier_calculation import earlier_calculation
 from models.summarizers import checked_summary
@@ -32,6 +30,8 @@ from models.tokens import count_message_tokens, count_tool_tokens
 from nodes import prompts
 from nodes.budget import Budget
 from nodes.history import wire_history
+from nodes.settings import Settings
+from nodes.state import State
 from nodes.summarize import (
     HistoryBudget,
     HistoryLimits,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from graph.settings import Settings
+from nodes.settings import Settings
 from stores.embeddings import HashingEmbedder
 from stores.feedback import FeedbackStore
 from stores.knowledge import KnowledgeBase

@@ -9,7 +9,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage
 
-from graph.settings import Settings
+from nodes.settings import Settings
 from stores.base import Passage
 from stores.feedback import FeedbackStore
 from tools.executor import ToolCallRequest, ToolExecutor

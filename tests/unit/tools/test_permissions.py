@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from graph.settings import ConfigError, Settings
+from nodes.settings import ConfigError, Settings
 from tools.executor import ToolCallRequest, ToolExecutor
 from tools.permissions import (
     DEFAULT_ROLE_PERMISSIONS,

@@ -3,7 +3,7 @@ in-process Python developer, never by a server's caller.
 
 Every field left at its default is filled from an environment variable (``KB_AGENT_<FIELD>`` unless the
 field's metadata names another), else from the TOML file ``KB_AGENT_CONFIG`` names, else the default.
-What a run's caller may change is the much smaller ``graph.context.Context``; ``graph.context.run_settings``
+What a run's caller may change is the much smaller ``nodes.context.Context``; ``nodes.context.run_settings``
 merges the two, within this object's caps, and applies the caller's identity.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, fields
 
-from graph.settings_sources import (
+from nodes.settings_sources import (
     CONFIG_FILE_ENV,
     ENV_PREFIX,
     ConfigError,
@@ -387,7 +387,7 @@ def env_table() -> list[tuple[str, str, str]]:
     return rows
 
 
-# Settings a server caller may adjust per run through ``graph.context.Context``, and how it is capped.
+# Settings a server caller may adjust per run through ``nodes.context.Context``, and how it is capped.
 PER_RUN: dict[str, str] = {
     "model": "from the allowed models",
     "temperature": "0–2",

@@ -2,7 +2,7 @@
 
 A LangGraph server hands every field of a run's ``context`` to the graph, and any HTTP caller can send one.
 So ``Context`` holds only per-run knobs that cannot reach a secret, a path, a URL or someone else's data,
-each checked against the deployment's caps (``graph.settings.Settings``): a caller may lower a budget,
+each checked against the deployment's caps (``nodes.settings.Settings``): a caller may lower a budget,
 never raise it. Anything else in a run's context is refused with a ``ConfigError`` that names the key.
 
 Identity (user, roles, document groups) comes from the server's authenticated user
@@ -24,7 +24,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
-from graph.settings import ENV_PREFIX, OFFLINE_MODEL, ConfigError, Settings
+from nodes.settings import ENV_PREFIX, OFFLINE_MODEL, ConfigError, Settings
 from tools.permissions import user_groups
 
 __all__ = [
