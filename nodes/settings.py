@@ -66,6 +66,13 @@ class Settings:
     model_max_retries: int = field(
         default=2, metadata={"description": "Retries on transient endpoint errors."}
     )
+    openai_passthrough: bool = field(
+        default=False,
+        metadata={
+            "description": "Send requests through the pinned fast path that skips langchain-openai's request "
+            "transform (off: the library's own path, which OpenAI-client instrumentation sees in full)."
+        },
+    )
     context_window: int = field(
         default=0, metadata={"description": "Model context limit in tokens (0: a default per model family)."}
     )
