@@ -1,4 +1,4 @@
-"""The memory audit history (SPEC §8): SQLite under the data dir, or Postgres when a URL is given.
+"""The memory audit history: SQLite under the data dir, or Postgres when a URL is given.
 
 Every change to a long-term memory (old and new content, action, user, thread, time, where it came
 from) and every rejected proposal with the rule that rejected it. Append-only: nothing here is ever
@@ -8,7 +8,6 @@ redacted by the caller before it gets here: secrets must not reach the audit log
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
@@ -70,14 +69,16 @@ _COLUMNS = [f.name for f in fields(AuditEntry) if f.name != "id"]
 
 
 class AuditStore:
-    """``url`` = postgresql://… uses Postgres, else ``<data_dir>/audit.sqlite``; safe across threads."""
+    """``url`` = postgresql://… uses Postgres, else ``<data_dir>/audit.sqlite``; safe across threads.
 
-    def __init__(self, data_dir: str | Path, url: str = "") -> None:
-        self._lock = threading.Lock()
-        db = open_database(Path(data_dir) / "audit.sqlite", url)
-        self._conn, self._mark, self._postgres = db.conn, db.mark, db.postgres
-        self._conn.execute(SCHEMA.format(serial=db.serial()))
-        self._conn.execute(INDEX)
+    ``pool`` (a :func:`stores.postgres.open_pool`) puts it on the deployment's Postgres pool instead of a
+    pool of its own for ``url``; closing the store leaves that pool open."""
+
+    def __init__(self, data_dir: str | Path, url: str = "", *, pool: Any = None) -> None:
+        self._db = db = open_database(Path(data_dir) / "audit.sqlite", url, pool=pool)
+        self._mark, self._postgres = db.mark, db.postgres
+        db.execute(SCHEMA.format(serial=db.serial()), retry=True)
+        db.execute(INDEX, retry=True)
 
     def record(self, entry: AuditEntry) -> int:
         """Append one entry; returns its id."""
@@ -88,10 +89,9 @@ class AuditStore:
             f"INSERT INTO memory_audit ({', '.join(_COLUMNS)}) "
             f"VALUES ({', '.join([self._mark] * len(_COLUMNS))})"
         )
-        with self._lock:
-            if self._postgres:
-                return int(self._conn.execute(sql + " RETURNING id", row).fetchone()[0])
-            return int(self._conn.execute(sql, row).lastrowid)
+        if self._postgres:  # no retry: an insert whose reply was lost may have landed
+            return int(self._db.execute(sql + " RETURNING id", row).fetchone()[0])
+        return int(self._db.execute(sql, row).lastrowid or 0)
 
     def list(
         self,
@@ -111,10 +111,9 @@ class AuditStore:
         if clauses:
             sql += " WHERE " + " AND ".join(clauses)
         sql += f" ORDER BY id DESC LIMIT {int(limit)}"
-        with self._lock:
-            rows = self._conn.execute(sql, tuple(params)).fetchall()
+        rows = self._db.execute(sql, tuple(params), retry=True).fetchall()
         return [AuditEntry(id=row[0], **dict(zip(_COLUMNS, row[1:], strict=True))) for row in rows]
 
     def close(self) -> None:
-        with self._lock:
-            self._conn.close()
+        """Close the connection, or the pool this store opened (never one it was handed)."""
+        self._db.close()

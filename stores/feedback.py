@@ -1,4 +1,4 @@
-"""User feedback on answers (seed 003 ``submit_feedback``): SQLite under the data dir, or Postgres.
+"""User feedback on answers (the ``submit_feedback`` tool): SQLite under the data dir, or Postgres.
 
 Each row keeps who said it, in which thread, and the answer it is about, so retrieval weights or prompts
 can later be tuned from it.
@@ -7,7 +7,6 @@ can later be tuned from it.
 from __future__ import annotations
 
 import re
-import threading
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -47,13 +46,15 @@ class FeedbackRecord:
 
 
 class FeedbackStore:
-    """Append-only feedback log; ``url`` = postgresql://… uses Postgres, else ``<data_dir>/feedback.sqlite``."""
+    """Append-only feedback log; ``url`` = postgresql://… uses Postgres, else ``<data_dir>/feedback.sqlite``.
 
-    def __init__(self, data_dir: str | Path, url: str = "") -> None:
-        self._lock = threading.Lock()
-        db = open_database(Path(data_dir) / "feedback.sqlite", url)
-        self._conn, self._mark, self._postgres = db.conn, db.mark, db.postgres
-        self._conn.execute(SCHEMA.format(serial=db.serial()))
+    ``pool`` (a :func:`stores.postgres.open_pool`) puts it on the deployment's Postgres pool instead of a
+    pool of its own for ``url``; closing the store leaves that pool open."""
+
+    def __init__(self, data_dir: str | Path, url: str = "", *, pool: Any = None) -> None:
+        self._db = db = open_database(Path(data_dir) / "feedback.sqlite", url, pool=pool)
+        self._mark, self._postgres = db.mark, db.postgres
+        db.execute(SCHEMA.format(serial=db.serial()), retry=True)
         self._bad_cache: dict[int, tuple[Any, dict[str, int]]] = {}
 
     def add(
@@ -80,10 +81,9 @@ class FeedbackStore:
         )
         marks = ", ".join([self._mark] * len(row))
         sql = f"INSERT INTO feedback (created_at, user_id, thread_id, rating, reason, question, answer) VALUES ({marks})"
-        with self._lock:
-            if self._postgres:
-                return int(self._conn.execute(sql + " RETURNING id", row).fetchone()[0])
-            return int(self._conn.execute(sql, row).lastrowid)
+        if self._postgres:  # no retry: an insert whose reply was lost may have landed
+            return int(self._db.execute(sql + " RETURNING id", row).fetchone()[0])
+        return int(self._db.execute(sql, row).lastrowid or 0)
 
     def list(
         self, *, user_id: str | None = None, rating: str | None = None, limit: int = 100
@@ -98,8 +98,7 @@ class FeedbackStore:
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += f" ORDER BY id DESC LIMIT {int(limit)}"
-        with self._lock:
-            rows = self._conn.execute(sql, tuple(params)).fetchall()
+        rows = self._db.execute(sql, tuple(params), retry=True).fetchall()
         return [FeedbackRecord(*row) for row in rows]
 
     def bad_citations(self, min_count: int = 2) -> dict[str, int]:
@@ -107,8 +106,7 @@ class FeedbackStore:
 
         Re-read only when feedback was added since the last call (retrieval asks on every question).
         """
-        with self._lock:
-            newest = self._conn.execute("SELECT MAX(id) FROM feedback").fetchone()[0]
+        newest = self._db.execute("SELECT MAX(id) FROM feedback", retry=True).fetchone()[0]
         cached = self._bad_cache.get(min_count)
         if cached is not None and cached[0] == newest:
             return cached[1]
@@ -120,7 +118,8 @@ class FeedbackStore:
         return result
 
     def close(self) -> None:
-        self._conn.close()
+        """Close the connection, or the pool this store opened (never one it was handed)."""
+        self._db.close()
 
 
 def cited_ids(answer: str) -> list[str]:

@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from stores.sql import connect_postgres
+from stores.postgres import open_pool, run
 
 TABLE = "kb_serve_replicas"
 GONE_AFTER = 60.0  # seconds without a heartbeat after which a replica is considered gone
@@ -34,18 +34,32 @@ class Replica:
 
 
 class ReplicaRegistry:
-    """The replicas table of one Postgres database."""
+    """The replicas table of one Postgres database: on ``pool`` (the deployment's, left open by ``close``),
+    else on a small pool of its own for ``url``."""
 
-    def __init__(self, url: str) -> None:
-        self.conn = connect_postgres(url)
-        self.conn.execute(
+    def __init__(self, url: str = "", *, pool: Any = None) -> None:
+        self._owns_pool = pool is None
+        self.pool = open_pool(url, max_size=2) if pool is None else pool
+        self.execute(
             f"CREATE TABLE IF NOT EXISTS {TABLE} (replica_id TEXT PRIMARY KEY, address TEXT NOT NULL, "
             "graph_version TEXT NOT NULL, settings JSONB NOT NULL, started_at TIMESTAMPTZ NOT NULL DEFAULT now(), "
             "seen_at TIMESTAMPTZ NOT NULL DEFAULT now())"
         )
 
+    def execute(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+        """One statement that leaves the same rows when it runs twice (so it is retried once on a
+        connection lost mid-way); the rows it returned."""
+
+        def statement(conn: Any) -> list[Any]:
+            cursor = conn.execute(sql, params)
+            return cursor.fetchall() if cursor.description else []
+
+        return run(self.pool, statement, retry=True)
+
     def close(self) -> None:
-        self.conn.close()
+        """Close the pool this registry opened (never one it was handed)."""
+        if self._owns_pool:
+            self.pool.close()
 
     def join(
         self,
@@ -56,24 +70,28 @@ class ReplicaRegistry:
         compare: Any,
     ) -> None:
         """Under the advisory lock: drop gone replicas, let ``compare(peers)`` raise, then write our row."""
-        with self.conn.transaction():
-            self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK,))
-            self.conn.execute(f"DELETE FROM {TABLE} WHERE seen_at < now() - make_interval(secs => %s)", (GONE_AFTER,))
-            rows = self.conn.execute(
-                f"SELECT replica_id, address, graph_version, settings, "
-                f"extract(epoch FROM now() - seen_at) FROM {TABLE} WHERE replica_id <> %s ORDER BY started_at",
-                (replica_id,),
-            ).fetchall()
-            compare([Replica(r[0], r[1], r[2], dict(r[3]), float(r[4])) for r in rows])
-            self.conn.execute(
-                f"INSERT INTO {TABLE} (replica_id, address, graph_version, settings) VALUES (%s, %s, %s, %s) "
-                "ON CONFLICT (replica_id) DO UPDATE SET address = EXCLUDED.address, "
-                "graph_version = EXCLUDED.graph_version, settings = EXCLUDED.settings, seen_at = now()",
-                (replica_id, address, graph_version, json.dumps(settings)),
-            )
+
+        def join(conn: Any) -> None:
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK,))
+                conn.execute(f"DELETE FROM {TABLE} WHERE seen_at < now() - make_interval(secs => %s)", (GONE_AFTER,))
+                rows = conn.execute(
+                    f"SELECT replica_id, address, graph_version, settings, "
+                    f"extract(epoch FROM now() - seen_at) FROM {TABLE} WHERE replica_id <> %s ORDER BY started_at",
+                    (replica_id,),
+                ).fetchall()
+                compare([Replica(r[0], r[1], r[2], dict(r[3]), float(r[4])) for r in rows])
+                conn.execute(
+                    f"INSERT INTO {TABLE} (replica_id, address, graph_version, settings) VALUES (%s, %s, %s, %s) "
+                    "ON CONFLICT (replica_id) DO UPDATE SET address = EXCLUDED.address, "
+                    "graph_version = EXCLUDED.graph_version, settings = EXCLUDED.settings, seen_at = now()",
+                    (replica_id, address, graph_version, json.dumps(settings)),
+                )
+
+        run(self.pool, join, retry=True)  # an upsert under the lock: the same row however often it runs
 
     def heartbeat(self, replica_id: str) -> None:
-        self.conn.execute(f"UPDATE {TABLE} SET seen_at = now() WHERE replica_id = %s", (replica_id,))
+        self.execute(f"UPDATE {TABLE} SET seen_at = now() WHERE replica_id = %s", (replica_id,))
 
     def leave(self, replica_id: str) -> None:
-        self.conn.execute(f"DELETE FROM {TABLE} WHERE replica_id = %s", (replica_id,))
+        self.execute(f"DELETE FROM {TABLE} WHERE replica_id = %s", (replica_id,))

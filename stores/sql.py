@@ -1,35 +1,107 @@
-"""One connection helper for the small relational stores (feedback, audit, thread owners).
+"""One connection helper for the small relational stores (feedback, audit, thread owners, the outbox).
 
 Each is a SQLite file under the data dir by default and a Postgres database when a ``postgresql://`` URL is
-configured; the code above differs only in the parameter placeholder, which this hands back.
+configured; the code above differs only in the parameter placeholder, which this hands back. On Postgres a
+store runs each operation on a connection borrowed from a pool (:mod:`stores.postgres`), the one the
+deployment shares between its stores or one of the store's own, so a database restart does not leave it
+holding a dead connection.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlparse
+
+T = TypeVar("T")
+DATABASE_SETTING = "KB_AGENT_DATABASE_URL"
+CHECKPOINT_SETTING = "KB_AGENT_CHECKPOINT_URL"  # threads, their owners, locks and tool effects
 
 
 def is_postgres(url: str) -> bool:
     return url.startswith(("postgres://", "postgresql://"))
 
 
+@dataclass(frozen=True)
+class Rows:
+    """What one statement returned, read before its connection went back to the pool."""
+
+    rows: list[Any]
+    rowcount: int
+    lastrowid: int | None = None
+
+    def fetchone(self) -> Any:
+        return self.rows[0] if self.rows else None
+
+    def fetchall(self) -> list[Any]:
+        return self.rows
+
+
 @dataclass
 class Database:
-    """An autocommit connection, its placeholder (``?`` or ``%s``) and whether it is Postgres."""
+    """Where a store's statements run, and its placeholder (``?`` or ``%s``).
 
-    conn: Any
+    SQLite: one autocommit connection shared by the store's threads under ``lock``. Postgres: each call
+    borrows an autocommit connection from ``pool`` for its duration; the pool is closed with the store only
+    when the store opened it (``owns_pool``), never when it was handed the deployment's.
+    """
+
     mark: str
     postgres: bool
+    conn: Any = None
+    pool: Any = None
+    owns_pool: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
     def serial(self) -> str:
         """The auto-increment primary-key type of this backend."""
         return "BIGSERIAL" if self.postgres else "INTEGER"
+
+    def run(self, work: Callable[[Any], T], *, retry: bool = False) -> T:
+        """``work(connection)``; on Postgres a connection lost mid-way is tried once more on a fresh one
+        when ``retry`` (only for work that leaves the same rows when it runs twice)."""
+        if self.pool is None:
+            with self.lock:
+                return work(self.conn)
+        from stores.postgres import run
+
+        return run(self.pool, work, retry=retry)
+
+    def execute(self, sql: str, params: tuple[Any, ...] = (), *, retry: bool = False) -> Rows:
+        """One statement; its rows, row count and (SQLite) new row id. ``retry`` as in :meth:`run`."""
+
+        def statement(conn: Any) -> Rows:
+            cursor = conn.execute(sql, params)
+            rows = cursor.fetchall() if cursor.description else []
+            return Rows(rows, cursor.rowcount, getattr(cursor, "lastrowid", None))
+
+        return self.run(statement, retry=retry)
+
+    @contextmanager
+    def transaction(self) -> Iterator[Any]:
+        """A connection for the ``with`` block: in one transaction on Postgres (committed, or rolled back
+        on error); SQLite's own under the lock, each statement its own transaction."""
+        if self.pool is None:
+            with self.lock:
+                yield self.conn
+            return
+        from stores.postgres import borrowed
+
+        with borrowed(self.pool) as conn, conn.transaction():
+            yield conn
+
+    def close(self) -> None:
+        """Close SQLite's connection, or the pool if this store opened it."""
+        if self.pool is None:
+            with self.lock:
+                self.conn.close()
+        elif self.owns_pool:
+            self.pool.close()
 
 
 class StoreUnavailableError(ConnectionError):
@@ -42,46 +114,35 @@ def postgres_address(url: str) -> str:
     return f"{info.hostname or 'localhost'}:{info.port or 5432}{info.path or ''}"
 
 
-def connect_postgres(url: str, *, dict_rows: bool = False) -> Any:
-    """An autocommit psycopg connection, or :class:`StoreUnavailableError` naming KB_AGENT_DATABASE_URL."""
+def connect_postgres(url: str, *, setting: str = DATABASE_SETTING) -> Any:
+    """An autocommit psycopg connection, or :class:`StoreUnavailableError` naming ``setting``."""
     import psycopg
-    from psycopg.rows import dict_row
 
     try:
-        return psycopg.connect(url, autocommit=True, connect_timeout=10, row_factory=dict_row if dict_rows else None)
+        return psycopg.connect(url, autocommit=True, connect_timeout=10)
     except psycopg.OperationalError as exc:
         where = postgres_address(url)
         reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0].rsplit(": ", 1)[-1]
         raise StoreUnavailableError(
-            f"KB_AGENT_DATABASE_URL: cannot connect to Postgres at {where} ({reason}); check the URL and that "
+            f"{setting}: cannot connect to Postgres at {where} ({reason}); check the URL and that "
             "the server is running"
         ) from None
 
 
-def open_database(sqlite_file: str | Path, url: str = "") -> Database:
-    """Postgres for a ``postgresql://`` URL, else the SQLite file (created, WAL, shared across threads)."""
+def open_database(
+    sqlite_file: str | Path, url: str = "", *, pool: Any = None, setting: str = DATABASE_SETTING
+) -> Database:
+    """Postgres on ``pool`` (the deployment's, left open on close) or on a pool of its own for a
+    ``postgresql://`` URL (named ``setting`` in errors); else the SQLite file (created, WAL, shared
+    across threads)."""
+    if pool is not None:
+        return Database("%s", True, pool=pool)
     if is_postgres(url):
-        return Database(connect_postgres(url), "%s", True)
+        from stores.postgres import open_pool
+
+        return Database("%s", True, pool=open_pool(url, setting=setting), owns_pool=True)
     path = Path(sqlite_file)
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=30)
     conn.execute("PRAGMA journal_mode=WAL")
-    return Database(conn, "?", False)
-
-
-@contextmanager
-def postgres_lost(url: str, conn: Any) -> Iterator[None]:
-    """Turn a connection the database dropped mid-way (restart, failover, ``pg_terminate_backend``) into
-    one message naming the setting; the caller's transaction is rolled back, so nothing half-written stays."""
-    import psycopg
-
-    try:
-        yield
-    except psycopg.OperationalError as exc:
-        if not conn.closed and not conn.broken:
-            raise
-        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise StoreUnavailableError(
-            f"KB_AGENT_DATABASE_URL: lost the connection to Postgres at {postgres_address(url)} ({reason}); "
-            "nothing of this write was recorded: run the command again once the database is back"
-        ) from None
+    return Database("?", False, conn=conn)

@@ -1,4 +1,4 @@
-"""Who owns which thread, its title and when it was last used (SPEC §7 thread commands, issue 4 item 1).
+"""Who owns which thread, its title and when it was last used.
 
 The checkpointer keeps a thread's messages but not its owner: without this registry any user who knows a
 thread id could read and continue it. Rows live next to the threads themselves — a table in the same
@@ -9,14 +9,13 @@ racing for a new id cannot both win.
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from stores.checkpoint import sqlite_path
-from stores.sql import is_postgres, open_database
+from stores.sql import CHECKPOINT_SETTING, Rows, is_postgres, open_database
 
 TITLE_CHARS = 40
 SCHEMA = (
@@ -69,23 +68,26 @@ def _now() -> str:
 
 
 class ThreadRegistry:
-    """Thread owners and titles; ``url`` = postgresql://… or sqlite:///path, else under ``data_dir``."""
+    """Thread owners and titles; ``url`` = postgresql://… or sqlite:///path, else under ``data_dir``.
 
-    def __init__(self, data_dir: str | Path, url: str = "") -> None:
-        self._lock = threading.Lock()
+    ``pool`` (a :func:`stores.postgres.open_pool` on the threads' database) puts it on that shared pool
+    instead of a pool of its own for ``url``; closing the registry leaves that pool open."""
+
+    def __init__(self, data_dir: str | Path, url: str = "", *, pool: Any = None) -> None:
         # sqlite_path raises CheckpointConfigError on an unsupported URL
-        path = Path() if is_postgres(url) else sqlite_path(data_dir, url)
-        db = open_database(path, url)
-        self._conn, self._mark, self._postgres = db.conn, db.mark, db.postgres
+        path = Path() if pool is not None or is_postgres(url) else sqlite_path(data_dir, url)
+        self._db = open_database(path, url, pool=pool, setting=CHECKPOINT_SETTING)
+        self._mark, self._postgres = self._db.mark, self._db.postgres
         for statement in SCHEMA:
-            self._conn.execute(statement)
+            self._db.execute(statement, retry=True)
 
     def _sql(self, sql: str) -> str:
         return sql.replace("?", self._mark)
 
-    def _run(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
-        with self._lock:
-            return self._conn.execute(self._sql(sql), params)
+    def _run(self, sql: str, params: tuple[Any, ...] = (), *, retry: bool = True) -> Rows:
+        """One statement; retried on a fresh connection when the first is lost mid-way, since every
+        statement here leaves the same rows when it runs twice (``delete`` says when its count may not)."""
+        return self._db.execute(self._sql(sql), params, retry=retry)
 
     def owner(self, thread_id: str) -> str | None:
         """The user who owns ``thread_id``, or None for a thread nobody has claimed."""
@@ -151,8 +153,8 @@ class ThreadRegistry:
     def delete(self, thread_id: str, user_id: str) -> bool:
         """Forget ``user_id``'s thread; False if it was not registered. The caller deletes its checkpoints."""
         self.check(thread_id, user_id)
-        cursor = self._run(
-            "DELETE FROM kb_thread_registry WHERE thread_id = ? AND user_id = ?", (thread_id, user_id)
+        cursor = self._run(  # no retry: a delete whose reply was lost would read as "was not registered"
+            "DELETE FROM kb_thread_registry WHERE thread_id = ? AND user_id = ?", (thread_id, user_id), retry=False
         )
         return bool(cursor.rowcount)
 
@@ -176,8 +178,8 @@ class ThreadRegistry:
         return None if row is None else (str(row[0]), None if row[1] is None else str(row[1]))
 
     def close(self) -> None:
-        with self._lock:
-            self._conn.close()
+        """Close the connection, or the pool this registry opened (never one it was handed)."""
+        self._db.close()
 
     def __enter__(self) -> ThreadRegistry:
         return self

@@ -1,4 +1,4 @@
-"""Side-effecting tool calls, recorded by ``tool_call_id`` so that each happens once (issue 14 item 13).
+"""Side-effecting tool calls, recorded by ``tool_call_id`` so that each happens once.
 
 LangGraph re-runs a whole node when a run resumes after the node failed: a ``remember`` or
 ``delete_document`` that finished before another call of the same round crashed would run a second time.
@@ -11,14 +11,13 @@ or the Postgres database of ``KB_AGENT_CHECKPOINT_URL``).
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from stores.checkpoint import sqlite_path
-from stores.sql import is_postgres, open_database
+from stores.sql import CHECKPOINT_SETTING, Rows, is_postgres, open_database
 
 RUNNING = "running"
 # A tools step is re-run only while its run is being resumed; a record this old guards nothing any more.
@@ -44,27 +43,34 @@ class RecordedCall:
 
 
 class ToolEffectLog:
-    """The record of side-effecting calls; ``url`` = postgresql://… or sqlite:///path, else under data_dir."""
+    """The record of side-effecting calls; ``url`` = postgresql://… or sqlite:///path, else under data_dir.
 
-    def __init__(self, data_dir: str | Path, url: str = "", *, retention: timedelta = RETENTION) -> None:
-        self._lock = threading.Lock()
-        db = open_database(Path() if is_postgres(url) else sqlite_path(data_dir, url), url)
-        self._conn, self._mark = db.conn, db.mark
-        self._conn.execute(SCHEMA)
+    ``pool`` (a :func:`stores.postgres.open_pool` on the threads' database) puts it on that shared pool
+    instead of a pool of its own for ``url``; closing the log leaves that pool open."""
+
+    def __init__(
+        self, data_dir: str | Path, url: str = "", *, retention: timedelta = RETENTION, pool: Any = None
+    ) -> None:
+        postgres = pool is not None or is_postgres(url)
+        self._db = open_database(
+            Path() if postgres else sqlite_path(data_dir, url), url, pool=pool, setting=CHECKPOINT_SETTING
+        )
+        self._mark = self._db.mark
+        self._db.execute(SCHEMA, retry=True)
         self.prune(retention)  # once per open: the table stays the size of recent activity
 
     def prune(self, older_than: timedelta) -> int:
         """Drop records older than ``older_than``; returns how many went."""
         cutoff = (datetime.now(UTC) - older_than).isoformat()
-        return int(self._run("DELETE FROM kb_tool_effects WHERE recorded_at < ?", (cutoff,)).rowcount or 0)
+        return max(0, self._run("DELETE FROM kb_tool_effects WHERE recorded_at < ?", (cutoff,), retry=True).rowcount)
 
-    def _run(self, sql: str, params: tuple[Any, ...]) -> Any:
-        with self._lock:
-            return self._conn.execute(sql.replace("?", self._mark), params)
+    def _run(self, sql: str, params: tuple[Any, ...], *, retry: bool = False) -> Rows:
+        return self._db.execute(sql.replace("?", self._mark), params, retry=retry)
 
     def claim(self, scope: str, call_id: str, tool: str) -> RecordedCall | None:
         """Claim the call before it runs: None means run it; else what an earlier run recorded."""
         now = datetime.now(UTC).isoformat()
+        # no retry: a claim whose reply was lost would read back as another run's, and the call not run
         inserted = self._run(
             "INSERT INTO kb_tool_effects (scope, call_id, tool, status, recorded_at) VALUES (?, ?, ?, ?, ?) "
             "ON CONFLICT (scope, call_id) DO NOTHING",
@@ -73,7 +79,9 @@ class ToolEffectLog:
         if inserted.rowcount:
             return None
         row = self._run(
-            "SELECT tool, status, content FROM kb_tool_effects WHERE scope = ? AND call_id = ?", (scope, call_id)
+            "SELECT tool, status, content FROM kb_tool_effects WHERE scope = ? AND call_id = ?",
+            (scope, call_id),
+            retry=True,
         ).fetchone()
         return RecordedCall(str(row[0]), str(row[1]), str(row[2]))
 
@@ -82,6 +90,7 @@ class ToolEffectLog:
         self._run(
             "UPDATE kb_tool_effects SET status = ?, content = ? WHERE scope = ? AND call_id = ?",
             (status, content, scope, call_id),
+            retry=True,
         )
 
     def step(self, scope: str) -> StepEffects:
@@ -89,8 +98,8 @@ class ToolEffectLog:
         return StepEffects(self, scope)
 
     def close(self) -> None:
-        with self._lock:
-            self._conn.close()
+        """Close the connection, or the pool this log opened (never one it was handed)."""
+        self._db.close()
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,11 @@
-"""One turn per thread at a time, across processes (issue 14 item 1; SPEC §10 "file lock / advisory lock").
+"""One turn per thread at a time, across processes.
 
 Two turns on one thread at once fork its checkpoints: each process reads the other's answer and the
 thread's current state keeps neither turn. A turn therefore holds its thread's lock from before it reads
 the state until after it is saved. Where threads live decides the lock: a file lock (``flock``) beside the
-SQLite file, or a Postgres session advisory lock on its own connection. Both are released by the operating
-system or the server when the holder dies, so a ``kill -9`` never leaves a thread locked.
+SQLite file, or a Postgres session advisory lock on a connection held from the pool for the turn (the lock
+is given up before the connection goes back). Both are released by the operating system or the server when
+the holder dies, so a ``kill -9`` never leaves a thread locked.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from stores.checkpoint import sqlite_path
-from stores.sql import is_postgres
+from stores.sql import CHECKPOINT_SETTING, is_postgres
 
 POLL_SECONDS = 0.05
 
@@ -39,13 +40,26 @@ def _key(thread_id: str) -> bytes:
 
 
 class TurnLocks:
-    """Per-thread turn locks where the threads live: ``url`` = postgresql://… or sqlite:///path, else data_dir."""
+    """Per-thread turn locks where the threads live: ``url`` = postgresql://… or sqlite:///path, else data_dir.
 
-    def __init__(self, data_dir: str | Path, url: str = "") -> None:
-        self._url = url if is_postgres(url) else ""
-        if not self._url:
+    ``pool`` (a :func:`stores.postgres.open_pool` on the threads' database) holds each lock on one of its
+    connections for the turn instead of on a pool of its own for ``url``; a held lock takes one connection
+    of the pool, so size it for the turns that run at once. ``close`` leaves a handed pool open."""
+
+    def __init__(self, data_dir: str | Path, url: str = "", *, pool: Any = None) -> None:
+        self._pool, self._owns_pool = pool, False
+        if pool is None and is_postgres(url):
+            from stores.postgres import open_pool
+
+            self._pool, self._owns_pool = open_pool(url, setting=CHECKPOINT_SETTING), True
+        if self._pool is None:
             db = sqlite_path(data_dir, url)
             self._dir = db.parent / f"{db.name}.turns"
+
+    def close(self) -> None:
+        """Close the pool these locks opened (never one they were handed)."""
+        if self._owns_pool:
+            self._pool.close()
 
     @contextlib.contextmanager
     def hold(self, thread_id: str, wait: float) -> Iterator[None]:
@@ -58,7 +72,7 @@ class TurnLocks:
     @contextlib.contextmanager
     def attempt(self, thread_id: str, wait: float = 0.0) -> Iterator[bool]:
         """Try to hold the lock within ``wait`` seconds; yields whether it is held (released on exit)."""
-        try_lock, release = self._postgres(thread_id) if self._url else self._file(thread_id)
+        try_lock, release = self._postgres(thread_id) if self._pool is not None else self._file(thread_id)
         deadline = time.monotonic() + max(0.0, wait)
         try:
             held = try_lock()
@@ -85,12 +99,14 @@ class TurnLocks:
         return try_lock, lambda: os.close(fd)  # closing the descriptor releases the lock
 
     def _postgres(self, thread_id: str) -> tuple[Any, Any]:
-        import psycopg
+        from stores.postgres import lost_as_error, session
 
-        conn = psycopg.connect(self._url, autocommit=True)
+        held = contextlib.ExitStack()
+        conn = held.enter_context(session(self._pool))  # given back, its advisory locks given up
         key = int.from_bytes(_key(thread_id), "big", signed=True)
 
         def try_lock() -> bool:
-            return bool(conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0])
+            with lost_as_error(self._pool, conn):
+                return bool(conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0])
 
-        return try_lock, conn.close  # the session ends, so does its advisory lock
+        return try_lock, held.close

@@ -52,6 +52,7 @@ class KnowledgeIndex:
         database_url: str = "",
         collection: str = "knowledge",
         staleness: float = 0.0,
+        pool: Any = None,
     ) -> None:
         self.data_dir = Path(directory)
         self.kb_dir = self.data_dir / collection
@@ -59,8 +60,8 @@ class KnowledgeIndex:
         self.chroma_url = chroma_url
         self.client = chroma_client(self.data_dir, chroma_url)  # first: an unreachable server says so
         # Shared mode: a Chroma server and Postgres hold everything; BM25 is this process's copy.
-        self.shared = bool(chroma_url and database_url)
-        self.manifest = _manifest(self.kb_dir, chroma_url, database_url, collection)
+        self.shared = bool(chroma_url and (database_url or pool is not None))
+        self.manifest = _manifest(self.kb_dir, chroma_url, database_url, collection, pool)
         built_with = self.manifest.meta().get("embedder")
         if built_with and built_with != embedder.name:
             raise EmbeddingMismatchError(
@@ -321,17 +322,25 @@ class KnowledgeIndex:
 
     @staticmethod
     def drop(
-        directory: str | Path, *, chroma_url: str = "", database_url: str = "", collection: str = "knowledge"
+        directory: str | Path,
+        *,
+        chroma_url: str = "",
+        database_url: str = "",
+        collection: str = "knowledge",
+        pool: Any = None,
     ) -> None:
         """Empty a knowledge base whatever embedder built it (collection, BM25, manifest): the first step
         of re-indexing with another embedder. Open instances must ``reset()`` or be recreated."""
-        manifest = _manifest(Path(directory) / collection, chroma_url, database_url, collection)
-        with manifest.lock():
-            with contextlib.suppress(Exception):  # no such collection: nothing to drop
-                chroma_client(directory, chroma_url).delete_collection(collection)
-            _open_bm25(manifest.directory / "bm25", rebuildable=bool(chroma_url and database_url)).clear()
-            manifest.clear()
-            manifest.set_meta(embedder="", dim=0)
+        manifest = _manifest(Path(directory) / collection, chroma_url, database_url, collection, pool)
+        try:
+            with manifest.lock():
+                with contextlib.suppress(Exception):  # no such collection: nothing to drop
+                    chroma_client(directory, chroma_url).delete_collection(collection)
+                _open_bm25(manifest.directory / "bm25", rebuildable=manifest.shared).clear()
+                manifest.clear()
+                manifest.set_meta(embedder="", dim=0)
+        finally:
+            manifest.close()
 
     def reset(self) -> None:
         """``drop`` this knowledge base and keep using this instance on the empty one."""
@@ -341,17 +350,19 @@ class KnowledgeIndex:
                 chroma_url=self.chroma_url,
                 database_url=self.manifest.database_url,
                 collection=self.collection_name,
+                pool=self.manifest.pool,
             )
             self.collection = open_collection(self.client, self.collection_name, self.embedder)
             self.bm25.reload()
             self.wrote()
 
 
-def _manifest(kb_dir: Path, chroma_url: str, database_url: str, collection: str) -> Manifest:
+def _manifest(kb_dir: Path, chroma_url: str, database_url: str, collection: str, pool: Any = None) -> Manifest:
     """The shared manifest in Postgres only when Chroma is shared too: a local Chroma directory with a
     shared ledger would make every other process believe it holds chunks it has never seen."""
-    shared = database_url if chroma_url else ""
-    return Manifest(kb_dir, database_url=shared, namespace=collection)
+    if not chroma_url:
+        return Manifest(kb_dir, namespace=collection)
+    return Manifest(kb_dir, database_url=database_url, namespace=collection, pool=pool)
 
 
 def _wanted(records: Iterable[FileRecord]) -> dict[str, str]:

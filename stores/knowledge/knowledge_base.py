@@ -1,4 +1,4 @@
-"""The knowledge base (SPEC §6): files in, permission-filtered hybrid search out.
+"""The knowledge base: files in, permission-filtered hybrid search out.
 
 :class:`KnowledgeBase` is the one object the rest of the project opens. It owns a
 :class:`~stores.knowledge.index.KnowledgeIndex` (the three stores and their housekeeping) and a
@@ -46,9 +46,14 @@ class KnowledgeBase:
         fusion: str = "convex",
         trash_days: float = 7.0,
         bm25_staleness: float = 0.0,
+        pool: Any = None,
     ) -> None:
         """``min_vector_score`` and ``null_margin`` default per embedder (``MIN_VECTOR_SCORE``,
-        ``NULL_MARGIN``); pass ``-1.0`` and ``float("-inf")`` respectively to switch them off."""
+        ``NULL_MARGIN``); pass ``-1.0`` and ``float("-inf")`` respectively to switch them off.
+
+        ``pool`` (a :func:`stores.postgres.open_pool`) is the deployment's Postgres pool: with a Chroma
+        server, the manifest and the trash live there instead of on pools of their own for
+        ``database_url``; ``close`` leaves it open."""
         settings = SearchSettings.for_embedder(  # checked before anything is opened on disk
             embedder.name,
             candidates=candidates,
@@ -68,10 +73,16 @@ class KnowledgeBase:
             database_url=database_url,
             collection=collection,
             staleness=bm25_staleness,
+            pool=pool,
         )
         # the trash lives where the manifest does: shared by the replicas in shared mode, else beside it
+        manifest = self.index.manifest
         self.trash = Trash(
-            self.index.kb_dir, trash_days, database_url=self.index.manifest.database_url, namespace=collection
+            self.index.kb_dir,
+            trash_days,
+            database_url=manifest.database_url if manifest.shared else "",
+            namespace=collection,
+            pool=manifest.pool,
         )
         self.searcher = Searcher(self.index, settings)
         # The index's fixed parts, as attributes of the knowledge base (none of them is ever replaced).
@@ -180,7 +191,12 @@ class KnowledgeBase:
 
     @staticmethod
     def drop(
-        directory: str | Path, *, chroma_url: str = "", database_url: str = "", collection: str = "knowledge"
+        directory: str | Path,
+        *,
+        chroma_url: str = "",
+        database_url: str = "",
+        collection: str = "knowledge",
+        pool: Any = None,
     ) -> None:
         """Empty a knowledge base whatever embedder built it (collection, BM25, manifest, trash): the first
         step of re-indexing with another embedder. Open instances must ``reset()`` or be recreated.
@@ -188,12 +204,13 @@ class KnowledgeBase:
         The trash goes too: its chunks carry the old embedder's vectors, which a restore would put into a
         collection of another embedder (another dimension, or the same one and meaningless distances)."""
         KnowledgeIndex.drop(
-            directory, chroma_url=chroma_url, database_url=database_url, collection=collection
+            directory, chroma_url=chroma_url, database_url=database_url, collection=collection, pool=pool
         )
         trash = Trash(
             Path(directory) / collection,
             database_url=database_url if chroma_url else "",
             namespace=collection,
+            pool=pool if chroma_url else None,
         )
         try:
             trash.purge(everything=True)
@@ -204,3 +221,8 @@ class KnowledgeBase:
         """``drop`` this knowledge base and keep using this instance on the empty one."""
         self.index.reset()
         self.trash.purge(everything=True)
+
+    def close(self) -> None:
+        """Close the trash and the manifest's connections (a pool handed to the constructor stays open)."""
+        self.trash.close()
+        self.manifest.close()

@@ -13,7 +13,6 @@ the generation (the index version) and the lock; the SQLite file under the data 
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import json
 import logging
@@ -27,7 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from stores.sql import connect_postgres, postgres_lost
+from stores.sql import is_postgres
 
 log = logging.getLogger(__name__)
 MANIFEST_FILE = "manifest.sqlite3"
@@ -91,20 +90,29 @@ def _record(row: Any) -> FileRecord:
 
 
 class Manifest:
-    """The per-KB ledger; each call opens a short-lived connection, so instances are thread-safe.
+    """The per-KB ledger; each call borrows a connection for its duration, so instances are thread-safe.
 
     ``database_url`` (``postgresql://``) keeps it in Postgres under ``namespace`` (the collection) instead
     of ``<directory>/manifest.sqlite3``; the lock is then a Postgres advisory lock on that namespace.
+    ``pool`` (a :func:`stores.postgres.open_pool`) does the same on the deployment's pool instead of one
+    of its own for ``database_url``; ``close`` leaves a handed pool open.
     """
 
-    def __init__(self, directory: str | Path, *, database_url: str = "", namespace: str = "knowledge") -> None:
+    def __init__(
+        self, directory: str | Path, *, database_url: str = "", namespace: str = "knowledge", pool: Any = None
+    ) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.path = self.directory / MANIFEST_FILE
         self.lock_path = self.directory / LOCK_FILE
         self.database_url = database_url
-        self.shared = bool(database_url)
+        self.shared = pool is not None or is_postgres(database_url)
+        self.pool, self._owns_pool = pool, False
         if self.shared:
+            if pool is None:
+                from stores.postgres import open_pool
+
+                self.pool, self._owns_pool = open_pool(database_url), True
             prefix = "kb_" + re.sub(r"[^a-z0-9_]", "_", namespace.lower())
             self.files, self.meta_table, self.mark = f"{prefix}_files", f"{prefix}_meta", "%s"
             self.lock_key = f"kb-agent:{prefix}"
@@ -124,20 +132,42 @@ class Manifest:
     def _sql(self, sql: str) -> str:
         return sql.format(files=self.files, meta=self.meta_table).replace("?", self.mark)
 
+    def close(self) -> None:
+        """Close the pool this manifest opened (never one it was handed)."""
+        if self._owns_pool:
+            self.pool.close()
+
     @contextmanager
     def _connect(self) -> Iterator[Any]:
         """A connection whose ``with`` block is one transaction (committed, or rolled back on error)."""
-        if self.shared:  # one connection per thread, kept: a query per search must not pay a connect
-            conn = getattr(self._pg, "conn", None)
-            if conn is None or conn.closed:
-                conn = self._pg.conn = connect_postgres(self.database_url, dict_rows=True)
-            with postgres_lost(self.database_url, conn), conn.transaction():
-                yield conn
+        if self.shared:  # borrowed from the pool, which keeps it open: a search does not pay a connect
+            from psycopg.rows import dict_row
+
+            from stores.postgres import borrowed
+
+            with borrowed(self.pool) as conn, conn.transaction(), conn.cursor(row_factory=dict_row) as cursor:
+                yield cursor
             return
         with closing(sqlite3.connect(self.path, timeout=30)) as db:
             db.row_factory = sqlite3.Row
             with db:
                 yield db
+
+    def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+        """The rows of one query. A read leaves nothing behind, so on Postgres a connection lost mid-way
+        (a restart) costs one more try on a fresh connection instead of the caller's search."""
+        if not self.shared:
+            with self._connect() as db:
+                return db.execute(self._sql(sql), params).fetchall()
+        from psycopg.rows import dict_row
+
+        from stores.postgres import run
+
+        def read(conn: Any) -> list[Any]:
+            with conn.cursor(row_factory=dict_row) as cursor:
+                return cursor.execute(self._sql(sql), params).fetchall()
+
+        return run(self.pool, read, retry=True)
 
     # -- locking ---------------------------------------------------------------------------------
     @contextmanager
@@ -176,37 +206,37 @@ class Manifest:
                 finally:
                     fcntl.flock(handle, fcntl.LOCK_UN)
             return
-        # its own connection: the lock lives as long as the session, and a crash releases it
-        with connect_postgres(self.database_url) as conn:
-            with postgres_lost(self.database_url, conn):
-                if not conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (self.lock_key,)).fetchone()[0]:
-                    log.warning(WAITING, self.lock_key)
-                    conn.execute("SELECT pg_advisory_lock(hashtext(%s))", (self.lock_key,))
+        from stores.postgres import session
+
+        # a connection held for the lock: it lives as long as the session, and a crash releases it; the
+        # session gives it up before the connection goes back to the pool
+        with session(self.pool) as conn:
+            if not conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (self.lock_key,)).fetchone()[0]:
+                log.warning(WAITING, self.lock_key)
+                conn.execute("SELECT pg_advisory_lock(hashtext(%s))", (self.lock_key,))
             self._pg.lock_conn = conn
             try:
                 yield
             finally:
                 self._pg.lock_conn = None
-                with contextlib.suppress(Exception):  # a lost session has released the lock already
-                    conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (self.lock_key,))
 
     def _check_lock(self) -> None:
         """Before recording an ingest: the advisory lock's session must still be alive. If the database
         dropped it, another writer may have run meanwhile, so nothing is recorded (a re-run reconciles)."""
         conn = getattr(self._pg, "lock_conn", None) if self.shared else None
         if conn is not None:
-            with postgres_lost(self.database_url, conn):
+            from stores.postgres import lost_as_error
+
+            with lost_as_error(self.pool, conn):
                 conn.execute("SELECT 1")
 
     # -- files -----------------------------------------------------------------------------------
     def get(self, source: str) -> FileRecord | None:
-        with self._connect() as db:
-            row = db.execute(self._sql("SELECT * FROM {files} WHERE source = ?"), (source,)).fetchone()
-        return _record(row) if row else None
+        rows = self._read("SELECT * FROM {files} WHERE source = ?", (source,))
+        return _record(rows[0]) if rows else None
 
     def records(self) -> dict[str, FileRecord]:
-        with self._connect() as db:
-            rows = db.execute(self._sql("SELECT * FROM {files} ORDER BY source")).fetchall()
+        rows = self._read("SELECT * FROM {files} ORDER BY source")
         return {row["source"]: _record(row) for row in rows}
 
     def put(self, record: FileRecord) -> None:
@@ -240,9 +270,9 @@ class Manifest:
                 "SET " + ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS.split(", ")[1:])
             )
             if rows:
-                db.cursor().executemany(self._sql(upsert), rows)
+                db.executemany(self._sql(upsert), rows)
             if gone:
-                db.cursor().executemany(self._sql("DELETE FROM {files} WHERE source = ?"), gone)
+                db.executemany(self._sql("DELETE FROM {files} WHERE source = ?"), gone)
             if rows or gone:
                 self._touch(db)
 
@@ -282,15 +312,13 @@ class Manifest:
             self._touch(db)
 
     def meta(self) -> dict[str, str]:
-        with self._connect() as db:
-            return {row["key"]: row["value"] for row in db.execute(self._sql("SELECT key, value FROM {meta}"))}
+        return {row["key"]: row["value"] for row in self._read("SELECT key, value FROM {meta}")}
 
     def set_meta(self, **values: str | int) -> None:
         with self._connect() as db:
-            db.cursor().executemany(self._sql(self._SET_META), [(k, str(v)) for k, v in values.items()])
+            db.executemany(self._sql(self._SET_META), [(k, str(v)) for k, v in values.items()])
 
     def generation(self) -> int:
         """Bumped by every write to ``files``: a cheap "has anyone changed this KB?" check."""
-        with self._connect() as db:
-            row = db.execute(self._sql("SELECT value FROM {meta} WHERE key = 'generation'")).fetchone()
-        return int(row["value"]) if row else 0
+        rows = self._read("SELECT value FROM {meta} WHERE key = 'generation'")
+        return int(rows[0]["value"]) if rows else 0

@@ -1,4 +1,4 @@
-"""Undo for a deletion (seed 002): a deleted document goes to a trash kept ``trash_days`` days.
+"""Undo for a deletion: a deleted document goes to a trash kept ``trash_days`` days.
 
 The trash holds what restoring needs without re-reading the file or re-embedding: the manifest record
 and every chunk's text, metadata and vector. A document in the trash is in none of the three stores, so
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from stores.knowledge.manifest import FileRecord
-from stores.sql import Database, is_postgres, open_database, postgres_lost
+from stores.sql import Database, is_postgres, open_database
 
 if TYPE_CHECKING:
     from stores.knowledge.index import KnowledgeIndex
@@ -67,16 +67,24 @@ class Trash:
     """The deleted documents of one knowledge base, kept ``days`` days (0: deletions are final).
 
     ``database_url`` (``postgresql://``, given only in shared mode) keeps them in Postgres under
-    ``namespace`` (the collection) instead of ``<kb_dir>/trash.sqlite3``.
+    ``namespace`` (the collection) instead of ``<kb_dir>/trash.sqlite3``; ``pool`` (the deployment's,
+    or the manifest's) does the same on that pool instead of one of its own, and ``close`` leaves it open.
     """
 
     def __init__(
-        self, kb_dir: str | Path, days: float = 7.0, *, database_url: str = "", namespace: str = "knowledge"
+        self,
+        kb_dir: str | Path,
+        days: float = 7.0,
+        *,
+        database_url: str = "",
+        namespace: str = "knowledge",
+        pool: Any = None,
     ) -> None:
         self.path = Path(kb_dir) / TRASH_FILE
         self.days = days
         self.database_url = database_url if is_postgres(database_url) else ""
-        self.shared = bool(self.database_url)
+        self.pool = pool
+        self.shared = bool(self.database_url) or pool is not None
         self.table = "kb_" + re.sub(r"[^a-z0-9_]", "_", namespace.lower()) + "_trash" if self.shared else "trash"
         self._lock = threading.Lock()
         self._database: Database | None = None
@@ -103,18 +111,15 @@ class Trash:
 
     @contextlib.contextmanager
     def _db(self) -> Iterator[Any]:
-        """The connection, for one transaction; a Postgres connection the server dropped is opened again,
-        and losing it mid-way is one message naming KB_AGENT_DATABASE_URL."""
+        """A connection for one transaction: on Postgres borrowed from the pool, which replaces one the
+        server dropped, and losing it mid-way is one message naming KB_AGENT_DATABASE_URL; on SQLite the
+        file's, each statement a transaction of its own."""
         with self._lock:
             database = self._database
-            if database is None or (database.postgres and (database.conn.closed or database.conn.broken)):
-                database = self._database = open_database(self.path, self.database_url)
-            conn = database.conn
-            if database.postgres:
-                with postgres_lost(self.database_url, conn), conn.transaction():
-                    yield _Marked(conn, database.mark)
-            else:  # autocommit: each statement here is a transaction of its own
-                yield _Marked(conn, database.mark)
+            if database is None:
+                database = self._database = open_database(self.path, self.database_url, pool=self.pool)
+        with database.transaction() as conn:
+            yield _Marked(conn, database.mark)
 
     def put(self, record: FileRecord, chunks: list[dict[str, Any]]) -> int:
         """Keep a deleted document; returns its trash id."""
@@ -161,10 +166,11 @@ class Trash:
             return int(db.execute(f"DELETE FROM {self.table} WHERE deleted_at < ?", (cutoff,)).rowcount or 0)
 
     def close(self) -> None:
-        """Close the connection (the next call opens it again)."""
+        """Close the connection, or the pool this trash opened (the next call opens it again); a pool it
+        was handed stays open."""
         with self._lock:
             if self._database is not None:
-                self._database.conn.close()
+                self._database.close()
                 self._database = None
 
 

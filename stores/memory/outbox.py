@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import socket
-import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -62,20 +61,28 @@ def _alive(owner: str) -> bool:
 
 
 class MemoryOutbox:
-    """Durable queue of extraction work; safe across threads and processes."""
+    """Durable queue of extraction work; safe across threads and processes.
 
-    def __init__(self, data_dir: str | Path, url: str = "", *, lease: float = LEASE_SECONDS) -> None:
-        self._lock = threading.Lock()
-        db = open_database(Path(data_dir) / "memory_outbox.sqlite", url)
-        self._conn, self._mark, self._postgres = db.conn, db.mark, db.postgres
-        if self._postgres:  # two processes creating the table at once collide in Postgres's catalog
-            with self._conn.transaction():
-                self._conn.execute("SELECT pg_advisory_xact_lock(hashtext('kb-agent:schema'))")
-                self._conn.execute(SCHEMA.format(serial=db.serial()))
-        else:
-            self._conn.execute(SCHEMA.format(serial=db.serial()))
+    ``pool`` (a :func:`stores.postgres.open_pool`) puts it on the deployment's Postgres pool instead of a
+    pool of its own for ``url``; closing the outbox leaves that pool open."""
+
+    def __init__(
+        self, data_dir: str | Path, url: str = "", *, lease: float = LEASE_SECONDS, pool: Any = None
+    ) -> None:
+        self._db = db = open_database(Path(data_dir) / "memory_outbox.sqlite", url, pool=pool)
+        self._mark, self._postgres = db.mark, db.postgres
+        db.run(self._create, retry=True)
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.lease = lease
+
+    def _create(self, conn: Any) -> None:
+        schema = SCHEMA.format(serial=self._db.serial())
+        if not self._postgres:
+            conn.execute(schema)
+            return
+        with conn.transaction():  # two processes creating the table at once collide in Postgres's catalog
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext('kb-agent:schema'))")
+            conn.execute(schema)
 
     def _sql(self, sql: str) -> str:
         return sql.replace("?", self._mark)
@@ -84,41 +91,39 @@ class MemoryOutbox:
         """Write one turn's pending extraction (committed when this returns); its id."""
         row = (user_id, thread_id, json.dumps(messages_to_dict(messages), ensure_ascii=False), self.owner, time.time())
         sql = "INSERT INTO memory_outbox (user_id, thread_id, messages, owner, claimed_at) VALUES (?, ?, ?, ?, ?)"
-        with self._lock:
-            if self._postgres:
-                return int(self._conn.execute(self._sql(sql) + " RETURNING id", row).fetchone()[0])
-            return int(self._conn.execute(sql, row).lastrowid)
+        if self._postgres:  # no retry: an insert whose reply was lost may have landed
+            return int(self._db.execute(self._sql(sql) + " RETURNING id", row).fetchone()[0])
+        return int(self._db.execute(sql, row).lastrowid or 0)
 
     def done(self, job_id: int) -> None:
         """The turn's extraction is applied: forget it."""
-        with self._lock:
-            self._conn.execute(self._sql("DELETE FROM memory_outbox WHERE id = ?"), (job_id,))
+        self._db.execute(self._sql("DELETE FROM memory_outbox WHERE id = ?"), (job_id,), retry=True)
 
     def pending(self) -> list[OutboxJob]:
         """Every unfinished turn, oldest first, whoever owns it."""
-        with self._lock:
-            rows = self._conn.execute(
-                "SELECT id, user_id, thread_id, messages, owner, claimed_at FROM memory_outbox ORDER BY id"
-            ).fetchall()
+        rows = self._db.execute(
+            "SELECT id, user_id, thread_id, messages, owner, claimed_at FROM memory_outbox ORDER BY id", retry=True
+        ).fetchall()
         return [self._job(row) for row in rows]
 
     def claim_orphans(self) -> list[OutboxJob]:
         """Take over the turns whose owner died (or whose lease expired); oldest first."""
-        with self._lock:
-            rows = self._conn.execute(
-                "SELECT id, user_id, thread_id, messages, owner, claimed_at FROM memory_outbox ORDER BY id"
-            ).fetchall()
+        rows = self._db.execute(
+            "SELECT id, user_id, thread_id, messages, owner, claimed_at FROM memory_outbox ORDER BY id", retry=True
+        ).fetchall()
         claimed = []
         now = time.time()
         for row in rows:
             owner, claimed_at = row[4], float(row[5])
             if owner == self.owner or (_alive(owner) and now - claimed_at < self.lease):
                 continue
-            with self._lock:  # compare-and-set: of two processes reclaiming one row, one wins
-                cursor = self._conn.execute(
-                    self._sql("UPDATE memory_outbox SET owner = ?, claimed_at = ? WHERE id = ? AND owner = ?"),
-                    (self.owner, now, row[0], owner),
-                )
+            # Compare-and-set: of two processes reclaiming one row, one wins. A row already ours matches
+            # too, so a retry after a reply lost on its way back still counts the claim as won.
+            cursor = self._db.execute(
+                self._sql("UPDATE memory_outbox SET owner = ?, claimed_at = ? WHERE id = ? AND owner IN (?, ?)"),
+                (self.owner, now, row[0], owner, self.owner),
+                retry=True,
+            )
             if cursor.rowcount == 1:
                 claimed.append(self._job(row))
         return claimed
@@ -128,5 +133,5 @@ class MemoryOutbox:
         return OutboxJob(int(row[0]), row[1], row[2], messages_from_dict(json.loads(row[3])))
 
     def close(self) -> None:
-        with self._lock:
-            self._conn.close()
+        """Close the connection, or the pool this outbox opened (never one it was handed)."""
+        self._db.close()

@@ -1,9 +1,9 @@
-"""Long-term memories in a Chroma collection of their own (SPEC §8, seed 001 "长期记忆").
+"""Long-term memories in a Chroma collection of their own.
 
 Every read and write names the user at the storage layer: reads are a Chroma ``where`` on ``user_id``
 (never a filter applied after the fact), writes and deletes look the record up by ``user_id`` AND id and
 delete with both, under a per-user lock so one user's writes are serialised. Recall is hybrid: the
-seed's jieba keyword overlap, with each shared term weighted by its rarity among the user's memories
+jieba keyword overlap, with each shared term weighted by its rarity among the user's memories
 (BM25's IDF), and the vector similarity, fused by a weighted sum of normalised scores, ties to the newer.
 """
 
@@ -63,10 +63,11 @@ class ChromaMemoryStore:
     """The :class:`~stores.base.MemoryStore` of the application: storage, recall and validated updates.
 
     ``extractor`` proposes operations from a turn (``models.extractor``; the offline extractor when
-    None); ``ttl_days`` gives memory types an expiry (e.g. ``{"episodic": 30}``, seed 003 §4.2).
+    None); ``ttl_days`` gives memory types an expiry (e.g. ``{"episodic": 30}``).
     ``candidates`` is how many vector neighbours recall asks Chroma for and ``vector_weight`` their share
     of the fused score (:func:`fuse`); ``rrf_k`` is accepted for callers of the earlier rank fusion and
-    no longer used by recall.
+    no longer used by recall. ``pool`` (the deployment's Postgres pool) holds the audit history unless
+    ``audit`` is given; else ``database_url`` opens a pool of the audit's own.
     """
 
     def __init__(
@@ -85,11 +86,12 @@ class ChromaMemoryStore:
         ttl_days: Mapping[str, float] | None = None,
         clock: Callable[[], datetime] = utcnow,
         client: ClientAPI | None = None,
+        pool: Any = None,
     ) -> None:
         self.embedder = embedder
         self._client = client if client is not None else chroma_client(data_dir, chroma_url)
         self._collection = open_collection(self._client, collection, embedder, kind="memories")
-        self.audit = audit if audit is not None else AuditStore(data_dir, database_url)
+        self.audit = audit if audit is not None else AuditStore(data_dir, database_url, pool=pool)
         self.extractor = extractor
         if not 0.0 <= vector_weight <= 1.0:
             raise ValueError(f"vector_weight must be within [0, 1], got {vector_weight}")

@@ -27,7 +27,7 @@ def _peer(url: str, address: str, graph: str, settings: dict[str, str], seen_ago
     registry = ReplicaRegistry(url)
     try:
         registry.join(address, address, graph, settings, lambda peers: None)
-        registry.conn.execute(
+        registry.execute(
             f"UPDATE {TABLE} SET seen_at = now() - make_interval(secs => %s) WHERE replica_id = %s",
             (seen_ago, address),
         )
@@ -38,7 +38,7 @@ def _peer(url: str, address: str, graph: str, settings: dict[str, str], seen_ago
 def test_a_live_peer_with_another_graph_version_stops_the_start(database: str) -> None:
     first = serve.check_peers(database, "host-a:2026")
     registry = ReplicaRegistry(database)
-    row = registry.conn.execute(f"SELECT settings FROM {TABLE} WHERE replica_id = %s", (first,)).fetchone()
+    row = registry.execute(f"SELECT settings FROM {TABLE} WHERE replica_id = %s", (first,))[0]
     registry.close()
     _peer(database, "host-b:2026", "kb-agent 0.0.9 / langgraph 1.0 / 0123456789ab", dict(row[0]))
     with pytest.raises(serve.ServeError) as refused:
@@ -53,9 +53,9 @@ def test_a_peer_not_seen_for_the_grace_period_is_gone(database: str) -> None:
     replica_id = serve.check_peers(database, "new:2026")
     registry = ReplicaRegistry(database)
     try:
-        ids = [r[0] for r in registry.conn.execute(f"SELECT replica_id FROM {TABLE}").fetchall()]
+        ids = [r[0] for r in registry.execute(f"SELECT replica_id FROM {TABLE}")]
         assert ids == [replica_id]
         registry.leave(replica_id)
-        assert registry.conn.execute(f"SELECT count(*) FROM {TABLE}").fetchone()[0] == 0
+        assert registry.execute(f"SELECT count(*) FROM {TABLE}")[0][0] == 0
     finally:
         registry.close()

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from stores.embeddings import HashingEmbedder
-from stores.knowledge import KnowledgeBase
 from stores.knowledge import trash as trash_module
+from stores.knowledge.knowledge_base import KnowledgeBase
 from stores.knowledge.trash import TrashError
 from tests.integration.conftest import Backend
 from tests.integration.test_shared_kb import first_line, homes, kb_agent, retrievers, started_in
@@ -208,24 +208,23 @@ def test_any_replica_purges_what_is_older_than_trash_days_and_an_unknown_id_is_a
 
 
 @pytest.mark.postgres
-def test_a_lost_database_is_one_error_naming_the_setting_and_the_next_call_reconnects(
+def test_connections_the_database_dropped_are_replaced_and_an_unreachable_one_is_one_error(
     tmp_path: Path, shared_backend: dict[str, str]
 ) -> None:
+    """The trash borrows pooled connections, each checked before it is lent: connections the server
+    dropped while idle (a restart, ``pg_terminate_backend``) cost nothing; an unreachable database is one
+    line naming the setting."""
     import psycopg
-
-    from stores.sql import StoreUnavailableError
 
     kb = _kb(tmp_path, Backend("shared", shared_backend))
     _, trash_id = kb.delete_to_trash("leave.md")
     with psycopg.connect(shared_backend["KB_AGENT_DATABASE_URL"], autocommit=True) as conn:
-        conn.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+        killed = conn.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
             "WHERE datname = current_database() AND pid <> pg_backend_pid()"
-        )
-    with pytest.raises(StoreUnavailableError, match="KB_AGENT_DATABASE_URL: lost the connection") as lost:
-        kb.trash.items()
-    assert "\n" not in str(lost.value)
-    assert [i.id for i in kb.trash.items()] == [trash_id]  # a new connection: nothing was lost
+        ).fetchone()
+    assert killed and killed[0] >= 1
+    assert [i.id for i in kb.trash.items()] == [trash_id]  # on a fresh connection: nothing was lost
 
     env = {**shared_backend, "KB_AGENT_HOME": str(tmp_path / "b"), "KB_AGENT_EMBEDDER": "hashing"}
     env["KB_AGENT_DATABASE_URL"] = "postgresql://kb:secret@127.0.0.1:1/kb"

@@ -1,0 +1,149 @@
+"""One pool of Postgres connections per database, shared by the stores on it, and what lets those stores
+outlive a restart of the server under them.
+
+A store that opened one connection and kept it was broken for good by a restart (or a failover, or
+``pg_terminate_backend``): every later call failed on the dead connection. Here each operation borrows a
+connection for its own duration; the pool checks a connection before lending it and replaces a dead one, so
+a restart costs at most the operation in flight, and that one runs again on a fresh connection when running
+it twice leaves what running it once does. State that lives as long as a session (an advisory lock, a
+LISTEN) holds its borrowed connection for that long and is given up before the connection goes back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from stores.sql import DATABASE_SETTING, StoreUnavailableError, connect_postgres, postgres_address
+
+if TYPE_CHECKING:
+    from psycopg_pool import ConnectionPool
+
+T = TypeVar("T")
+MIN_SIZE = 1  # kept open while idle: the next operation does not pay a connect
+MAX_SIZE = 20  # operations in flight at once, plus the sessions held (turn locks, the ingest lock)
+WAIT_SECONDS = 10.0  # for a connection at open, and for a free one of the pool before giving up
+
+
+class _LossReportedElsewhere(logging.Filter):
+    """The pool's warning on putting a dead connection aside repeats a loss this module reports itself, in
+    one line naming the setting; users see that line, not a second one naming a connection object."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(("discarding closed connection", "discarding broken connection"))
+
+
+logging.getLogger("psycopg.pool").addFilter(_LossReportedElsewhere())
+
+
+class ConnectionLostError(StoreUnavailableError):
+    """The server dropped the connection while an operation ran on it; the next operation reconnects."""
+
+
+def open_pool(
+    url: str,
+    *,
+    setting: str = DATABASE_SETTING,
+    min_size: int = MIN_SIZE,
+    max_size: int = MAX_SIZE,
+    timeout: float = WAIT_SECONDS,
+) -> ConnectionPool:
+    """A pool of autocommit connections to ``url``, each checked before it is lent (a dead one is
+    replaced); :class:`StoreUnavailableError` naming ``setting`` when Postgres cannot be reached now.
+
+    ``setting`` is the pool's name, so errors met later on it name the setting to check as well."""
+    from psycopg_pool import ConnectionPool, PoolTimeout
+
+    # One plain connect first: a refused connection, a wrong password or a missing database fails at once,
+    # with its reason, instead of after the pool's retries.
+    connect_postgres(url, setting=setting).close()
+    pool: ConnectionPool = ConnectionPool(
+        url,
+        min_size=min_size,
+        max_size=max_size,
+        kwargs={"autocommit": True, "connect_timeout": max(1, round(timeout))},
+        check=ConnectionPool.check_connection,
+        timeout=timeout,
+        name=setting,
+        open=False,
+    )
+    try:
+        pool.open(wait=True, timeout=timeout)
+    except PoolTimeout:
+        pool.close()
+        raise StoreUnavailableError(
+            f"{setting}: Postgres at {postgres_address(url)} accepted one connection but not the pool's "
+            f"{min_size} within {timeout:g} s; check the server's max_connections"
+        ) from None
+    return pool
+
+
+def _setting(pool: ConnectionPool) -> str:
+    return pool.name if pool.name.startswith("KB_AGENT_") else DATABASE_SETTING
+
+
+@contextlib.contextmanager
+def lost_as_error(pool: ConnectionPool, conn: Any) -> Iterator[None]:
+    """Turn ``conn`` dropped by the server mid-way into :class:`ConnectionLostError`, one line naming the
+    setting; other errors (a constraint, a full disk) pass as they are."""
+    import psycopg
+
+    try:
+        yield
+    except psycopg.OperationalError as exc:
+        if not conn.closed and not conn.broken:
+            raise
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ConnectionLostError(
+            f"{_setting(pool)}: lost the connection to Postgres at {postgres_address(pool.conninfo)} "
+            f"({reason}); what was in flight was not completed: run it again once the database is back"
+        ) from None
+
+
+@contextlib.contextmanager
+def borrowed(pool: ConnectionPool) -> Iterator[Any]:
+    """A live connection of ``pool`` for the ``with`` block, then back to the pool; none free or none to
+    be made within the pool's timeout is :class:`StoreUnavailableError` naming the setting."""
+    from psycopg_pool import PoolTimeout
+
+    try:
+        with pool.connection() as conn, lost_as_error(pool, conn):
+            yield conn
+    except PoolTimeout:
+        raise StoreUnavailableError(
+            f"{_setting(pool)}: no connection to Postgres at {postgres_address(pool.conninfo)} within "
+            f"{pool.timeout:g} s; check that the server is running (or raise the pool's size if it is busy)"
+        ) from None
+
+
+def run(pool: ConnectionPool, work: Callable[[Any], T], *, retry: bool = False) -> T:
+    """``work(connection)`` on a connection borrowed for this call. With ``retry`` (``work`` leaves the
+    same rows when it runs twice) a connection lost mid-way costs one more try on a fresh connection."""
+    try:
+        with borrowed(pool) as conn:
+            return work(conn)
+    except ConnectionLostError:
+        if not retry:
+            raise
+    with borrowed(pool) as conn:
+        return work(conn)
+
+
+@contextlib.contextmanager
+def session(pool: ConnectionPool) -> Iterator[Any]:
+    """A connection held for state that lasts as long as its session (advisory locks, LISTEN) until the
+    ``with`` block ends. That state is given up before the connection goes back, so the next borrower
+    never inherits a lock; a connection that cannot give it up is closed, and the pool drops it."""
+    import psycopg
+
+    with borrowed(pool) as conn:
+        try:
+            yield conn
+        finally:
+            try:
+                conn.execute("SELECT pg_advisory_unlock_all()")
+                conn.execute("UNLISTEN *")
+            except psycopg.Error:  # a lost session has given up its locks already
+                conn.close()
