@@ -211,7 +211,7 @@ def database(url: str) -> Iterator[str]:
 
 def run_scenario(name: str, tmp: Path, args: argparse.Namespace, endpoint: Endpoint) -> Result:
     from graph.builder import build_graph
-    from graph.open_stores import RunMemory
+    from graph.services import RunMemory
 
     def graph_of(saver: Any) -> Any:
         return build_graph(saver, memory=RunMemory())  # as graph/builder.py's server graph
@@ -270,7 +270,7 @@ def warm_up() -> None:
     from langgraph.checkpoint.memory import InMemorySaver
 
     from graph.builder import build_graph
-    from graph.open_stores import RunMemory
+    from graph.services import RunMemory
 
     body, answer = payload(0, 0)
     out = build_graph(InMemorySaver(), memory=RunMemory()).invoke(body, config(0))

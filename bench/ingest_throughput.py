@@ -35,9 +35,9 @@ sys.path.insert(0, str(ROOT))  # `python bench/ingest_throughput.py` from a chec
 
 from bench.kb_speed import Corpus  # noqa: E402
 from stores.embeddings import Embedder, get_embedder  # noqa: E402
-from stores.knowledge import KnowledgeBase  # noqa: E402
 from stores.knowledge.chunking import chunk_document  # noqa: E402
 from stores.knowledge.documents import load  # noqa: E402
+from stores.knowledge.knowledge_base import KnowledgeBase  # noqa: E402
 
 RAW_BATCH = 256
 

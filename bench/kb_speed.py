@@ -26,10 +26,10 @@ from typing import Any
 import numpy as np
 
 from stores.embeddings import Embedder, HashingEmbedder, get_embedder
-from stores.knowledge import EMBED_BATCH, KnowledgeBase
 from stores.knowledge.chunking import Chunk, chunk_document
 from stores.knowledge.documents import LoadedDocument, Section, load
-from stores.knowledge.ingest import write_batch
+from stores.knowledge.ingest import EMBED_BATCH, write_batch
+from stores.knowledge.knowledge_base import KnowledgeBase
 from stores.knowledge.manifest import FileRecord, now_iso
 
 GROUPS = ["public"]

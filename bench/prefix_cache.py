@@ -38,7 +38,7 @@ from langchain_core.messages import HumanMessage  # noqa: E402
 from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
 
 from graph.builder import build_graph  # noqa: E402
-from graph.open_stores import open_knowledge_base  # noqa: E402
+from graph.services import open_knowledge_base  # noqa: E402
 from nodes.settings import Settings  # noqa: E402
 from tests.fixtures.openai_server import OpenAIServer, ScriptedReply  # noqa: E402
 

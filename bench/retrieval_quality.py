@@ -22,9 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from cli.kb_eval import _beir_index
 from nodes.settings import Settings
-from stores.knowledge import KnowledgeBase
 from stores.knowledge.bm25_index import BM25Index
 from stores.knowledge.evaluation import evaluate_modes, load_beir
+from stores.knowledge.knowledge_base import KnowledgeBase
 
 VARIANTS: dict[str, tuple[str, float, float, str]] = {
     # name: (mode, vector_weight, bm25_weight, fusion)

@@ -37,7 +37,7 @@ from typing import Any
 from bench.kb_speed import Corpus, bulk_load, documents, pct
 from stores.chroma import chroma_client
 from stores.embeddings import ChromaEmbedding, HashingEmbedder
-from stores.knowledge import KnowledgeBase
+from stores.knowledge.knowledge_base import KnowledgeBase
 
 QUERIES = ["quarterly revenue forecast", "annual leave policy", "database backup schedule", "merger plan"]
 FRESH_TEXT = "The zanzibar quokka protocol ships in version 5.2."

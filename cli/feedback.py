@@ -7,7 +7,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cli.terminal import json_text, shown
-from graph.open_stores import feedback_store
+from graph.services import feedback_store
 from nodes.settings import Settings
 from stores.feedback import cited_ids
 

@@ -10,7 +10,7 @@ from rich.console import Console
 
 from cli.progress import ingest_bar
 from cli.terminal import json_text, shown
-from graph.open_stores import open_knowledge_base as open_kb
+from graph.services import open_knowledge_base as open_kb
 from nodes.settings import Settings
 from stores.disk import disk_full
 from stores.sql import StoreUnavailableError
@@ -77,7 +77,7 @@ def ingest(
     settings = Settings()
     group_list = [g.strip() for g in groups.split(",") if g.strip()] if groups else None
     if reindex:
-        from stores.knowledge import KnowledgeBase
+        from stores.knowledge.knowledge_base import KnowledgeBase
 
         KnowledgeBase.drop(
             settings.data_dir, chroma_url=settings.chroma_url, database_url=settings.database_url

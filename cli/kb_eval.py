@@ -26,8 +26,8 @@ EVAL_CHUNK_TOKENS = 480
 def _beir_index(folder: Path, ctx: Settings) -> tuple[Any, list[Any], list[str], dict[str, str]]:
     """Index a BEIR corpus in a cache of its own (never the user's knowledge base): one file per document."""
     from stores.embeddings import embedder_for
-    from stores.knowledge import KnowledgeBase
     from stores.knowledge.evaluation import load_beir
+    from stores.knowledge.knowledge_base import KnowledgeBase
 
     corpus, queries = load_beir(folder)
     problems = list(getattr(queries, "problems", []))

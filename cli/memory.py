@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cli.terminal import json_text, shown
-from graph.open_stores import memory_store
+from graph.services import memory_store
 from nodes.settings import ConfigError, Settings
 from stores.audit import AuditEntry
 from stores.base import MemoryRecord

@@ -24,8 +24,8 @@ from rich.progress import (
 from rich.text import Text
 
 from cli.terminal import shown
-from stores.knowledge import IngestProgress
-from stores.knowledge import Progress as ProgressCallback
+from stores.knowledge.ingest import IngestProgress
+from stores.knowledge.ingest import Progress as ProgressCallback
 
 
 class ChunkRate(ProgressColumn):

@@ -7,7 +7,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cli.terminal import json_text, shown
-from graph.open_stores import open_knowledge_base
+from graph.services import open_knowledge_base
 from nodes.settings import Settings
 from stores.knowledge.trash import TrashError
 

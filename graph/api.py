@@ -26,7 +26,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 
 from graph.builder import build_graph
-from graph.open_stores import open_memory
+from graph.services import open_memory
 from nodes.conversation import last_human_index
 from nodes.settings import Settings
 from nodes.summarize import full_history

@@ -13,7 +13,7 @@ CLI callers use ``build_graph(checkpointer=...)``.
 from __future__ import annotations
 
 import logging
-from typing import Literal
+from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage
@@ -22,14 +22,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
 
-from graph.open_stores import (
-    RunMemory,
-    feedback_penalties,
-    knowledge_services,
-    memory_store,
-    open_knowledge_base,
-    tool_effects,
-)
+from graph.services import ROOT, Root, RunMemory, knowledge_services
 from nodes.agent import make_agent
 from nodes.context import Context
 from nodes.conversation import last_human_index
@@ -74,16 +67,19 @@ def tool_memory(memory: MemoryStore | None) -> ChromaMemoryStore | None:
     return inner if isinstance(inner, ChromaMemoryStore) else None
 
 
-def default_registry(memory: ChromaMemoryStore | None = None) -> ToolRegistry:
-    """The built-in tools plus the knowledge-base tools, bound to the stores of each run's context.
+def default_registry(memory: ChromaMemoryStore | None = None, root: Root = ROOT) -> ToolRegistry:
+    """The built-in tools plus the knowledge-base tools, bound to the services of each run's settings.
 
     ``memory`` fixes the memory tools' store (else each run's settings open theirs).
     """
     registry = builtin_registry()
-    for spec in knowledge_tools(knowledge_services()):
+    for spec in knowledge_tools(knowledge_services(root)):
         registry.register(spec)
-    fixed = memory
-    for spec in memory_tools(lambda settings: fixed if fixed is not None else memory_store(settings or Settings.current())):
+
+    def run_memory(settings: Settings) -> ChromaMemoryStore:
+        return memory if memory is not None else root.services(settings).memory_store()
+
+    for spec in memory_tools(run_memory):
         registry.register(spec)
     return registry
 
@@ -112,12 +108,29 @@ def app_registry(
     return registry
 
 
+class DeploymentKnowledge:
+    """The knowledge base under each run's data dir (None until something is ingested), with the
+    down-weighting of chunks the deployment's users rated bad."""
+
+    def __init__(self, root: Root = ROOT) -> None:
+        self.root = root
+
+    def __call__(self, settings: Settings) -> Any | None:
+        return self.root.services(settings).knowledge()
+
+    def penalties(self, settings: Settings) -> dict[str, int]:
+        return self.root.services(settings).feedback_penalties()
+
+
+DEPLOYMENT_KNOWLEDGE = DeploymentKnowledge()
+
+
 def build_builder(
     *,
     model: BaseChatModel | None = None,
     registry: ToolRegistry | None = None,
-    knowledge: KnowledgeSource = open_knowledge_base,
-    memory: MemoryStore | None = None,
+    knowledge: KnowledgeSource | DeploymentKnowledge = DEPLOYMENT_KNOWLEDGE,
+    memory: MemoryStore | RunMemory | None = None,
     settings: Settings | None = None,
 ) -> StateGraph:
     """The uncompiled graph.
@@ -133,11 +146,12 @@ def build_builder(
     builder = StateGraph(State, input_schema=InputState, context_schema=Context)
     builder.add_node("load_memory", make_load_memory(memory, settings))
     # Bad feedback down-weights chunks of the deployment's own knowledge base only.
-    penalties = feedback_penalties if knowledge is open_knowledge_base else None
+    own = isinstance(knowledge, DeploymentKnowledge)
+    penalties = knowledge.penalties if own else None
     builder.add_node("retrieve", make_retrieve(knowledge, model, settings, penalties))
     builder.add_node("summarize", make_summarize(registry, model, deployment=settings))
     builder.add_node("agent", make_agent(registry, model, settings))
-    builder.add_node("tools", make_tools(registry, settings, effects=tool_effects))
+    builder.add_node("tools", make_tools(registry, settings, effects=lambda s: ROOT.services(s).tool_effects()))
     builder.add_node("update_memory", make_update_memory(memory, settings))
 
     builder.add_edge(START, "load_memory")
@@ -156,8 +170,8 @@ def build_graph(
     *,
     model: BaseChatModel | None = None,
     registry: ToolRegistry | None = None,
-    knowledge: KnowledgeSource = open_knowledge_base,
-    memory: MemoryStore | None = None,
+    knowledge: KnowledgeSource | DeploymentKnowledge = DEPLOYMENT_KNOWLEDGE,
+    memory: MemoryStore | RunMemory | None = None,
     settings: Settings | None = None,
 ) -> CompiledStateGraph:
     """The compiled agent. Pass a checkpointer to keep threads (``stores.checkpoint.open_checkpointer``)."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Protocol, runtime_checkable
+
 from langgraph.runtime import Runtime
 
 from nodes.context import Context, run_settings
@@ -14,11 +16,27 @@ from stores.base import MemoryStore
 RECALL_TOP_K = 5
 
 
-def make_load_memory(memory: MemoryStore | None, deployment: Settings | None = None) -> Node:
+@runtime_checkable
+class MemoryForRun(Protocol):
+    """Long-term memory chosen by each run's settings (a graph serving many deployments)."""
+
+    def for_run(self, settings: Settings) -> MemoryStore | None: ...
+
+
+MemorySource = MemoryStore | MemoryForRun | None
+
+
+def run_memory(memory: MemorySource, settings: Settings) -> MemoryStore | None:
+    """The store this run recalls from and learns into (None: no long-term memory)."""
+    return memory.for_run(settings) if isinstance(memory, MemoryForRun) else memory
+
+
+def make_load_memory(source: MemorySource, deployment: Settings | None = None) -> Node:
     """The node; recall (Chroma and the embedder, blocking) runs off the event loop under ``ainvoke``."""
 
     def load_memory(state: State, runtime: Runtime[Context]) -> Steps:
         ctx = run_settings(runtime, deployment)  # first node: a run's bad context stops the run here
+        memory = run_memory(source, ctx)
         if memory is None:
             return {"memories": []}
         question, _ = current_question(state.messages)

@@ -163,7 +163,7 @@ RUNNING_SUMMARY = {
     ),
 }
 
-# generate_summary's second model call (graph/open_stores.py).
+# generate_summary's second model call (graph/services.py).
 TOOL_SUMMARY = {
     "zh": "根据下面的资料，为主题「{topic}」写一份结构化摘要（要点列表），每条要点后用 [编号] 标注来源；资料里没有的不要写。\n\n{passages}",
     "en": "Write a structured summary (bullet points) of what the passages below say about '{topic}'. End each "

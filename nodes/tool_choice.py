@@ -3,8 +3,8 @@
 A tool the caller's roles do not permit is never offered (the executor refuses it anyway, but offering it
 would only invite a denied call). When more than ``tool_candidates`` searchable tools remain (tools marked
 ``always_on`` — the built-ins — are always bound and not counted), only the best matches for the question
-are bound, plus those the model found with ``find_tools`` earlier in the turn (SPEC §5, seed 001
-"工具很多时"); see :mod:`tools.tool_search`.
+are bound, plus those the model found with ``find_tools`` earlier in the turn; see
+:mod:`tools.tool_search`.
 """
 
 from __future__ import annotations
@@ -63,7 +63,9 @@ def add_find_tools(registry: ToolRegistry, k: int = 8) -> None:
         return
 
     def index_for(tool_context: ToolContext) -> ToolSearch:
-        settings = tool_context.settings if isinstance(tool_context.settings, Settings) else Settings()
+        settings = tool_context.settings
+        if not isinstance(settings, Settings):  # no run behind the call: keywords only, nothing read from the environment
+            return ToolSearch([spec for spec in registry if spec.name != FIND_TOOLS], embedder=None)
         return tool_index(registry, settings)
 
     def allowed(tool_context: ToolContext) -> Any:

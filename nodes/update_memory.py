@@ -12,21 +12,22 @@ from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
 from nodes.context import Context, run_settings
+from nodes.load_memory import MemorySource, run_memory
 from nodes.node_io import IO, Node, Steps, dual_node
 from nodes.settings import Settings
 from nodes.state import State
-from stores.base import MemoryStore
 
 log = logging.getLogger("kb_agent.memory")
 
 
-def make_update_memory(memory: MemoryStore | None, deployment: Settings | None = None) -> Node:
+def make_update_memory(source: MemorySource, deployment: Settings | None = None) -> Node:
     """The node; the store's update (extraction, SQLite, Chroma) runs off the event loop under ``ainvoke``."""
 
     def update_memory(state: State, runtime: Runtime[Context]) -> Steps:
+        ctx = run_settings(runtime, deployment)
+        memory = run_memory(source, ctx)
         if memory is None:
             return {}
-        ctx = run_settings(runtime, deployment)
         thread_id = get_config().get("configurable", {}).get("thread_id")
         try:
             applied = yield IO(lambda: memory.update_from_turn(ctx.user_id, thread_id, state.messages))

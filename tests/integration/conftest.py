@@ -13,7 +13,7 @@ import pytest
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 
-from graph.open_stores import open_knowledge_base
+from graph.services import open_knowledge_base
 from nodes.settings import Settings
 from stores.checkpoint import open_checkpointer
 

@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 from cli.app import app
 from graph import build_graph
 from graph.api import NoPendingApprovalError, open_agent
-from graph.open_stores import open_knowledge_base
+from graph.services import open_knowledge_base
 from models.scripted import ScriptedChatModel, tool_call
 from nodes.settings import Settings
 from tests.integration.conftest import Backend

@@ -15,7 +15,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from graph import build_graph
-from graph.open_stores import RunMemory, open_memory
+from graph.services import RunMemory, open_memory
 from models import ScriptedChatModel, tool_call
 from nodes.settings import Settings
 from stores.checkpoint import open_async_checkpointer

@@ -21,7 +21,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from graph.builder import build_graph
-from graph.open_stores import RunMemory
+from graph.services import RunMemory
 from models.request_reading import split_appended
 from tests.fixtures.in_flight import InFlight
 from tests.fixtures.openai_server import OpenAIServer, ScriptedReply

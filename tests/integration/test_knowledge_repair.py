@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from stores.embeddings import HashingEmbedder
-from stores.knowledge import KnowledgeBase
+from stores.knowledge.knowledge_base import KnowledgeBase
 from tests.integration.conftest import Backend
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 KILLED_INGEST = """
 import os, signal, sys
 from stores.embeddings import HashingEmbedder
-from stores.knowledge import KnowledgeBase
+from stores.knowledge.knowledge_base import KnowledgeBase
 from stores.knowledge.manifest import Manifest
 
 def killed(self, puts, removes):  # every chunk is in Chroma (and BM25), the manifest is not written yet

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from cli.app import app
 from graph import build_graph
-from graph.open_stores import feedback_store
+from graph.services import feedback_store
 from nodes.settings import Settings
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "rag"

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from cli import memory as memory_cli
 from graph.builder import build_graph
-from graph.open_stores import RunMemory, open_memory
+from graph.services import RunMemory, open_memory
 from models import ScriptedChatModel, tool_call
 from models.extractor import ModelExtractor
 from nodes.settings import Settings
@@ -393,10 +393,10 @@ def test_the_memory_tools_use_the_store_given_to_build_graph(
     """``build_graph(memory=...)`` fixes where memories live: the model's remember tool writes there too,
     not into the settings' default store (which would then recall what the given store never saw)."""
 
-    def settings_store(_settings: object) -> ChromaMemoryStore:
+    def settings_store(_services: object) -> ChromaMemoryStore:
         raise AssertionError("the memory tool opened the settings' store, not the one given to build_graph")
 
-    monkeypatch.setattr("graph.builder.memory_store", settings_store)
+    monkeypatch.setattr("graph.services.Services.memory_store", settings_store)
     memory: Any = BackgroundMemoryUpdater(store) if background else store
     remember = AIMessage("", tool_calls=[tool_call("remember", {"content": "用户喜欢喝茶"})])
     g = build_graph(InMemorySaver(), model=ScriptedChatModel([remember, "记下了。"]), memory=memory, knowledge=None)

@@ -14,7 +14,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from graph import build_graph
-from graph.open_stores import RunMemory, memory_store, open_memory
+from graph.services import RunMemory, memory_store, open_memory
 from nodes.settings import Settings
 from stores.memory.store import ChromaMemoryStore
 

@@ -9,7 +9,7 @@ from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from graph import build_graph
-from graph.open_stores import open_knowledge_base
+from graph.services import open_knowledge_base
 from nodes.settings import Settings
 from stores.embeddings import HashingEmbedder
 from stores.memory.store import ChromaMemoryStore

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from stores.embeddings import HashingEmbedder
-from stores.knowledge import KnowledgeBase
+from stores.knowledge.knowledge_base import KnowledgeBase
 from tests.integration.conftest import Backend
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,8 +8,8 @@ import pytest
 from docx import Document
 
 from stores.embeddings import HashingEmbedder
-from stores.knowledge import KnowledgeBase
 from stores.knowledge.documents import DocumentError, load
+from stores.knowledge.knowledge_base import KnowledgeBase
 
 
 def _docx(path: Path) -> Path:

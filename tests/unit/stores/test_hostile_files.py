@@ -19,8 +19,9 @@ import pytest
 from docx import Document
 
 from stores.embeddings import HashingEmbedder
-from stores.knowledge import KnowledgeBase, load_limits
+from stores.knowledge import load_limits
 from stores.knowledge.documents import DocumentError, load
+from stores.knowledge.knowledge_base import KnowledgeBase
 
 ROOT = Path(__file__).parents[3]
 PEAK_MIB = 200  # what a refused bomb may add to the process; before the bounds they took gigabytes

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from stores.embeddings import HashingEmbedder
-from stores.knowledge import KnowledgeBase
+from stores.knowledge.knowledge_base import KnowledgeBase
 from tests.unit.stores.test_knowledge import write
 
 CATCH_UP = "kb-index-catch-up"

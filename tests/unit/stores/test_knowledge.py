@@ -16,16 +16,10 @@ import pytest
 from stores.base import PassageSearch
 from stores.chroma import EmbeddingMismatchError
 from stores.embeddings import HashingEmbedder
-from stores.knowledge import (
-    EMBED_BATCH,
-    MAX_EMBED_QUERY_CHARS,
-    MODES,
-    WRITE_BATCH,
-    IngestProgress,
-    KnowledgeBase,
-    group_filter,
-    group_key,
-)
+from stores.knowledge.groups import group_filter, group_key
+from stores.knowledge.ingest import EMBED_BATCH, WRITE_BATCH, IngestProgress
+from stores.knowledge.knowledge_base import KnowledgeBase
+from stores.knowledge.search import MAX_EMBED_QUERY_CHARS, MODES
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "kb"
 
@@ -551,7 +545,7 @@ def test_a_write_from_another_process_is_seen_by_the_vector_search_without_resta
     kb.ingest([tmp_path / "docs"])
     assert kb.search("merger plan", mode="vector")
     script = (
-        "import sys; from stores.knowledge import KnowledgeBase; from stores.embeddings import HashingEmbedder; "
+        "import sys; from stores.knowledge.knowledge_base import KnowledgeBase; from stores.embeddings import HashingEmbedder; "
         "print(KnowledgeBase(sys.argv[1], embedder=HashingEmbedder()).ingest([sys.argv[2]]).added)"
     )
     root = Path(__file__).parents[3]
@@ -590,7 +584,7 @@ def test_a_restricted_caller_gets_the_exact_top_n_of_their_groups(
 ) -> None:
     """Unfiltered nearest chunks + group check, or the filtered query when too few are visible: never a
     chunk of another group, true cosine scores, the exact top ``n`` of a small group, HNSW's recall else."""
-    from stores.knowledge import group_filter
+    from stores.knowledge.groups import group_filter
 
     for i in range(60):
         write(
@@ -620,7 +614,8 @@ def test_a_caller_of_large_groups_gets_hnsw_and_its_hits_stay_in_their_groups(
     tmp_path: Path, kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Above EXACT_FIRST visible chunks the filtered HNSW query answers (approximate: recall, not order)."""
-    from stores.knowledge import group_filter, search
+    from stores.knowledge import search
+    from stores.knowledge.groups import group_filter
 
     monkeypatch.setattr(search, "EXACT_FIRST", 10)  # 40 chunks of "hr" now count as a large group
     for i in range(60):

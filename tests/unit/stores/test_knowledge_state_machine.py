@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from stores.embeddings import HashingEmbedder
-from stores.knowledge import KnowledgeBase
+from stores.knowledge.knowledge_base import KnowledgeBase
 
 NAMES = ("a.md", "b.md", "c.md", "sub/d.md")
 TEXTS = (

@@ -399,7 +399,7 @@ def test_a_failed_extraction_is_audited_and_raised(tmp_path: Path, clock: Clock)
 
 
 def test_episodic_memories_expire_after_30_days_by_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from graph.open_stores import memory_store
+    from graph.services import memory_store
     from nodes.settings import Settings
 
     monkeypatch.setenv("KB_AGENT_EMBEDDER", "hashing")

@@ -10,8 +10,8 @@ import pytest
 from nodes.settings import Settings
 from stores.embeddings import HashingEmbedder
 from stores.feedback import FeedbackStore
-from stores.knowledge import KnowledgeBase
 from stores.knowledge.chunking import source_of_chunk
+from stores.knowledge.knowledge_base import KnowledgeBase
 from tools.approval import ApprovalDecision
 from tools.executor import ToolCallRequest, ToolExecutor
 from tools.knowledge_tools import KnowledgeServices, knowledge_tools

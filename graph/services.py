@@ -1,0 +1,307 @@
+"""The composition root: the one place a deployment's services are opened, once, from its settings.
+
+A deployment's settings name its storage (data dir, Chroma server, databases), its embedder and its
+model; :meth:`Root.services` opens what those name — the knowledge base, feedback, the tool-effect log,
+long-term memory with its durable outbox — on first use and hands the same :class:`Services` to every
+later run of that deployment. Every store on one Postgres database borrows its connections from one
+``psycopg_pool`` pool the root keeps per database, so a database restart costs each store at most the
+operation in flight. Closing the root closes everything it opened.
+
+Below this module nothing opens a store from settings: nodes and tools receive these services (or a
+function of the run's settings that returns them) and never read the environment themselves.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import HumanMessage, SystemMessage
+
+from models import OfflineChatModel, get_chat_model
+from models.extractive import extractive_summary
+from models.extractor import ModelExtractor
+from nodes import prompts
+from nodes.settings import Settings
+from stores.base import MemoryStore, Passage
+from stores.embeddings import embedder_for
+from stores.feedback import FeedbackStore
+from stores.memory.extraction import OfflineExtractor
+from stores.memory.outbox import MemoryOutbox
+from stores.memory.rules import Extractor
+from stores.memory.store import ChromaMemoryStore
+from stores.memory.updater import BackgroundMemoryUpdater
+from stores.sql import CHECKPOINT_SETTING, DATABASE_SETTING, is_postgres
+from stores.tool_effects import ToolEffectLog
+from tools.knowledge_tools import KnowledgeServices
+
+log = logging.getLogger("kb_agent.services")
+
+DRAIN_SECONDS = 10.0  # how long closing waits for memory updates still queued
+
+# What a deployment's services depend on: two settings that differ only elsewhere (a budget, a caller's
+# identity, a per-run knob) share one set of open services.
+SERVICE_FIELDS = (
+    "data_dir",
+    "embedder",
+    "embedding_base_url",
+    "base_url",
+    "model",
+    "chroma_url",
+    "database_url",
+    "checkpoint_url",
+    "candidates",
+    "rrf_k",
+    "fusion",
+    "vector_weight",
+    "bm25_weight",
+    "trash_days",
+    "bm25_staleness",
+    "memory_episodic_days",
+    "model_timeout",
+)
+
+
+def service_key(settings: Settings) -> tuple[Any, ...]:
+    """The part of ``settings`` that decides which stores are open (the data dir resolved)."""
+    values = [getattr(settings, name) for name in SERVICE_FIELDS]
+    values[0] = str(Path(settings.data_dir).expanduser().resolve())
+    return (*values, settings.model_name)
+
+
+def extractor_for(settings: Settings) -> Extractor:
+    """Memory extraction by the configured model when there is one, else by the offline rules."""
+    if settings.uses_offline_model:
+        return OfflineExtractor()
+    return ModelExtractor(get_chat_model(settings), timeout=settings.model_timeout)
+
+
+def summarize(topic: str, passages: list[Passage], settings: Settings) -> dict[str, Any]:
+    """The second model call of ``generate_summary``: run and counted apart from the outer loop."""
+    model = get_chat_model(settings)
+    if isinstance(model, OfflineChatModel):
+        return {"summary": extractive_summary(topic, passages), "model_calls": 0, "model": "offline-extractive"}
+    lang = "zh" if any("\u4e00" <= ch <= "\u9fff" for ch in topic) else "en"
+    body = "\n\n".join(f"[{p.get('id')}] {p.get('text', '')}" for p in passages)
+    reply = model.invoke(
+        [
+            SystemMessage("You summarise documents faithfully."),
+            HumanMessage(prompts.TOOL_SUMMARY[lang].format(topic=topic, passages=body)),
+        ],
+        config={"run_name": "generate_summary", "tags": ["kb-agent:tool-model"]},
+    )
+    usage = getattr(reply, "usage_metadata", None) or {}
+    log.info("tool=generate_summary model_calls=1 tokens=%s", usage.get("total_tokens", "?"))
+    return {"summary": reply.text, "model_calls": 1, "tokens": usage.get("total_tokens"), "model": settings.model_name}
+
+
+class Services:
+    """One deployment's open services, each opened on first use (a CLI command that only lists feedback
+    never loads an embedder) and kept until :meth:`close`."""
+
+    def __init__(self, settings: Settings, pools: Callable[[str, str], Any]) -> None:
+        self.settings = settings
+        self._pools = pools  # (url, setting) -> the root's pool for that database, or None
+        self._lock = threading.RLock()
+        self._knowledge: Any = None
+        self._feedback: FeedbackStore | None = None
+        self._effects: ToolEffectLog | None = None
+        self._memory_store: ChromaMemoryStore | None = None
+        self._memory: BackgroundMemoryUpdater | None = None
+
+    @property
+    def knowledge_dir(self) -> Path:
+        return Path(self.settings.data_dir) / "knowledge"
+
+    def _pool(self, url: str, setting: str = DATABASE_SETTING) -> Any:
+        return self._pools(url, setting) if is_postgres(url) else None
+
+    def knowledge(self, *, create: bool = False) -> Any | None:
+        """The knowledge base, or None when nothing was ingested yet (unless ``create``)."""
+        s = self.settings
+        with self._lock:
+            if self._knowledge is None:
+                if not create and not s.chroma_url and not self.knowledge_dir.exists():
+                    return None
+                from stores.knowledge.knowledge_base import (
+                    KnowledgeBase,  # Chroma and the loaders only when asked
+                )
+
+                self._knowledge = KnowledgeBase(
+                    s.data_dir,
+                    embedder=embedder_for(s),
+                    chroma_url=s.chroma_url,
+                    database_url=s.database_url,
+                    candidates=s.candidates,
+                    rrf_k=s.rrf_k,
+                    fusion=s.fusion,
+                    vector_weight=s.vector_weight,
+                    bm25_weight=s.bm25_weight,
+                    trash_days=s.trash_days,
+                    bm25_staleness=s.bm25_staleness,
+                    pool=self._pool(s.database_url) if s.chroma_url else None,
+                )
+            return self._knowledge
+
+    def feedback(self) -> FeedbackStore:
+        with self._lock:
+            if self._feedback is None:
+                s = self.settings
+                self._feedback = FeedbackStore(s.data_dir, s.database_url, pool=self._pool(s.database_url))
+            return self._feedback
+
+    def feedback_penalties(self) -> dict[str, int]:
+        """Chunks cited in enough answers rated bad to be down-weighted."""
+        return self.feedback().bad_citations(self.settings.feedback_min_bad)
+
+    def tool_effects(self) -> ToolEffectLog:
+        """The record of side-effecting tool calls, beside the threads."""
+        with self._lock:
+            if self._effects is None:
+                s = self.settings
+                pool = self._pool(s.checkpoint_url, CHECKPOINT_SETTING)
+                self._effects = ToolEffectLog(s.data_dir, s.checkpoint_url, pool=pool)
+            return self._effects
+
+    def memory_store(self) -> ChromaMemoryStore:
+        """The long-term memory store (recall and validated writes)."""
+        with self._lock:
+            if self._memory_store is None:
+                s = self.settings
+                days = s.memory_episodic_days
+                self._memory_store = ChromaMemoryStore(
+                    s.data_dir,
+                    embedder=embedder_for(s),
+                    chroma_url=s.chroma_url,
+                    database_url=s.database_url,
+                    extractor=extractor_for(s),
+                    ttl_days={"episodic": days} if days > 0 else None,
+                    pool=self._pool(s.database_url),
+                )
+            return self._memory_store
+
+    def memory(self) -> BackgroundMemoryUpdater:
+        """The memory store behind a background updater whose turns wait in a durable outbox, so a crash
+        loses none; opening it finishes what a dead process left."""
+        store = self.memory_store()
+        with self._lock:
+            if self._memory is None:
+                s = self.settings
+                outbox = MemoryOutbox(s.data_dir, s.database_url, pool=self._pool(s.database_url))
+                self._memory = BackgroundMemoryUpdater(store, outbox=outbox)
+            return self._memory
+
+    def close(self) -> None:
+        """Drain the memory updates, then close every store opened (the root closes the pools)."""
+        with self._lock:
+            opened: Sequence[Any] = [self._knowledge, self._feedback, self._effects, self._memory_store]
+            memory, self._memory = self._memory, None
+            self._knowledge = self._feedback = self._effects = self._memory_store = None
+        if memory is not None:
+            memory.close(DRAIN_SECONDS)
+            opened = [*opened, memory.outbox]
+        for service in opened:
+            close = getattr(service, "close", None)
+            if close is None:
+                continue
+            try:
+                close()
+            except Exception:  # one store failing to close must not keep the others open
+                log.exception("closing %s failed", type(service).__name__)
+
+
+class Root:
+    """The process's services, one :class:`Services` per deployment and one pool per Postgres database."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._services: dict[tuple[Any, ...], Services] = {}
+        self._pools: dict[str, Any] = {}
+
+    def services(self, settings: Settings) -> Services:
+        key = service_key(settings)
+        with self._lock:
+            found = self._services.get(key)
+            if found is None:
+                found = self._services[key] = Services(settings, self.pool)
+            return found
+
+    def pool(self, url: str, setting: str = DATABASE_SETTING) -> Any:
+        """The pool of the database at ``url``, opened on first use and shared by every store on it."""
+        with self._lock:
+            pool = self._pools.get(url)
+        if pool is not None:
+            return pool
+        from stores.postgres import open_pool
+
+        opened = open_pool(url, setting=setting)  # outside the lock: connecting may take seconds
+        with self._lock:
+            pool = self._pools.setdefault(url, opened)
+        if pool is not opened:
+            opened.close()
+        return pool
+
+    def close(self) -> None:
+        """Close every deployment's services, then the pools they borrowed from."""
+        with self._lock:
+            services, self._services = list(self._services.values()), {}
+            pools, self._pools = list(self._pools.values()), {}
+        for each in services:
+            each.close()
+        for pool in pools:
+            pool.close()
+
+
+ROOT = Root()
+atexit.register(ROOT.close)
+
+
+def services_for(settings: Settings) -> Services:
+    """The services of ``settings``'s deployment, from the process's root."""
+    return ROOT.services(settings)
+
+
+def knowledge_services(root: Root = ROOT) -> KnowledgeServices:
+    """The knowledge tools' services: each call opens (once) those of the calling run's settings."""
+    return KnowledgeServices(
+        knowledge=lambda settings: root.services(settings).knowledge(),
+        feedback=lambda settings: root.services(settings).feedback(),
+        summarize=summarize,
+        penalties=lambda settings: root.services(settings).feedback_penalties(),
+    )
+
+
+class RunMemory:
+    """Long-term memory for a graph that serves many deployments' runs (the server's ``graph``): each
+    run's settings pick their store; a run with ``long_term_memory`` off recalls and learns nothing."""
+
+    def __init__(self, root: Root = ROOT) -> None:
+        self.root = root
+
+    def for_run(self, settings: Settings) -> MemoryStore | None:
+        return self.root.services(settings).memory() if settings.long_term_memory else None
+
+
+# The services of the process's root, by the settings that name them: the CLI's and the tests' entry.
+def open_knowledge_base(settings: Settings, *, create: bool = False) -> Any | None:
+    return ROOT.services(settings).knowledge(create=create)
+
+
+def feedback_store(settings: Settings) -> FeedbackStore:
+    return ROOT.services(settings).feedback()
+
+
+def tool_effects(settings: Settings) -> ToolEffectLog:
+    return ROOT.services(settings).tool_effects()
+
+
+def memory_store(settings: Settings) -> ChromaMemoryStore:
+    return ROOT.services(settings).memory_store()
+
+
+def open_memory(settings: Settings) -> BackgroundMemoryUpdater:
+    return ROOT.services(settings).memory()
