@@ -1,4 +1,4 @@
-"""``kb-agent eval --answers``: answer-level checks on the seed's test set (seed 001, 检索评估 → 答案评估).
+"""``kb-agent eval --answers``: answer-level checks on a JSON test set.
 
 Each question runs through the whole agent (in memory: no thread is kept and no memory is learnt), then:
 citation precision (cited chunks that contain the sentence citing them) and, with a model endpoint, an

@@ -1,4 +1,4 @@
-"""``kb-agent feedback report``: the answers users rated bad, with what they cited and why (seed 003)."""
+"""``kb-agent feedback report``: the answers users rated bad, with what they cited and why."""
 
 from __future__ import annotations
 

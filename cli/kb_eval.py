@@ -124,7 +124,7 @@ def evaluate(
     if dataset.is_dir():
         if answers:
             _fail(
-                "--answers needs the seed's JSON test set against your knowledge base, not a BEIR folder", 2
+                "--answers needs a JSON test set against your knowledge base, not a BEIR folder", 2
             )
         kb, queries, problems, id_map = _beir_index(dataset, ctx)
 

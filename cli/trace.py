@@ -1,4 +1,4 @@
-"""The live trace of a turn (``kb-agent ask -v``, ``chat --trace``), seed 001 Page 9 and seed 000: what the
+"""The live trace of a turn (``kb-agent ask -v``, ``chat --trace``): what the
 model was offered and chose each round, every tool call with its arguments and (truncated) result, the
 passages retrieved with their scores, and the memories recalled and written. Secrets are redacted.
 

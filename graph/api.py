@@ -138,7 +138,7 @@ class Agent:
         self.registry = (
             threads if threads is not None else ThreadRegistry(context.data_dir, context.checkpoint_url)
         )
-        # One turn per thread at a time, across processes (issue 14 item 1): taken around every turn.
+        # One turn per thread at a time, across processes : taken around every turn.
         self.locks = locks if locks is not None else TurnLocks(context.data_dir, context.checkpoint_url)
         self._pruned: dict[str, str | None] = {}  # thread -> newest checkpoint id at its last prune
 

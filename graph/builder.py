@@ -1,10 +1,9 @@
-"""The agent's wiring — read it top to bottom as the picture of the agent (SPEC §3).
+"""The agent's wiring — read it top to bottom as the picture of the agent.
 
     load_memory → retrieve → summarize → agent ⇄ tools → update_memory
 
 ``summarize`` runs before the first model round of a turn, and again after tools when the thread has
-earlier rounds to fold: over the history budget, it folds the oldest whole rounds into the running summary
-(SPEC §7). After ``agent``: tool calls go to ``tools``, an answer to ``update_memory``. After ``tools``:
+earlier rounds to fold: over the history budget, it folds the oldest whole rounds into the running summary. After ``agent``: tool calls go to ``tools``, an answer to ``update_memory``. After ``tools``:
 back to the model unless the budget is spent. ``graph`` at
 the bottom is compiled without a checkpointer, for the LangGraph server, which brings its own; Python and
 CLI callers use ``build_graph(checkpointer=...)``.

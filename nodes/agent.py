@@ -48,7 +48,7 @@ def final_message(text: str, reason: str) -> AIMessage:
 
 def with_call_ids(response: AIMessage) -> AIMessage:
     """The reply with an id on every tool call: some OpenAI-compatible servers send none, and a result
-    must name its call (seed 001: check the call id first), or the next request cannot be built."""
+    must name its call (the call id is checked first), or the next request cannot be built."""
     missing = [c for c in [*response.tool_calls, *response.invalid_tool_calls] if not c.get("id")]
     if not missing:
         return response

@@ -2,7 +2,7 @@
 
 Calls the caller's roles do not permit are refused before their handler; high-impact calls wait for a
 person's approval (an ``interrupt``) before anything of the round runs. Every call gets exactly one ToolMessage with its ``tool_call_id``, right after the assistant message
-(seed 004 §6): results of calls with unparseable arguments, calls past the tool-call budget, and failed
+: results of calls with unparseable arguments, calls past the tool-call budget, and failed
 calls included. Status events go to the ``custom`` stream as they happen.
 """
 

@@ -1,4 +1,4 @@
-"""The message history as an endpoint will accept it (seed 004 §6: tool results follow their call).
+"""The message history as an endpoint will accept it (tool results follow their call).
 
 A thread can hold a broken sequence: a turn that crashed after the model asked for tools (process killed,
 endpoint down), or a history cut by summarisation. Sent as it is, OpenAI-style endpoints refuse the whole
@@ -77,7 +77,7 @@ def request(
     """One model request over the unsummarised ``messages``, laid out for a provider's prefix cache.
 
     What changes least comes first, so each request repeats the previous one's prefix as far as possible
-    (issue #15): the rules and the running summary (one system message; the tool definitions travel
+    (a provider's prefix cache): the rules and the running summary (one system message; the tool definitions travel
     beside it), the history, the current question followed by this turn's memories and passages, the
     turn's tool calls and results, and last the budget note, the one part that changes every round.
 
@@ -88,7 +88,7 @@ def request(
     budget note is appended to that message in the turn's first round, then sent as a user message of
     its own after the tool results: the request never puts two user messages side by side, and tool
     results go out verbatim. Each block carries its own mark (passages and memories say they are data;
-    the note has a tag of its own). Memories used to sit in the system prompt (SPEC §8); there they would
+    the note has a tag of its own). Memories used to sit in the system prompt; there they would
     change the very first message every turn.
 
     The rules' language is that of the first question in ``messages``, not the current one's, so that a

@@ -1,4 +1,4 @@
-"""``load_memory``: recall this user's long-term memories relevant to the question (SPEC §8)."""
+"""``load_memory``: recall this user's long-term memories relevant to the question."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Prompts, Chinese and English side by side; the question's language picks one.
 
 The agent's rules are the exception: the thread's first question picks their language, so that the leading
-system message stays byte-identical across the turns of a thread (a provider's prefix cache, issue #15).
+system message stays byte-identical across the turns of a thread (a provider's prefix cache).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Query planning: rewrite a follow-up into a standalone query, split a complex one into sub-queries.
 
-Seed 001 "查询改写 / 复杂问题拆解": the configured model does the rewriting, every step falls back to
+The configured model does the rewriting, every step falls back to
 the user's question on timeout, error, empty or malformed output, and the planned queries are only
 ever used to *search* - the answer is generated for ``QueryPlan.original``.
 """

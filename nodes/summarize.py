@@ -1,4 +1,4 @@
-"""``summarize``: keep every request inside the model's context window (seed 001 短期记忆, SPEC §7).
+"""``summarize``: keep every request inside the model's context window (short-term memory).
 
 Runs before each model round. It measures what the next request will hold and, when the history is
 over its budget, folds the oldest whole rounds into the running summary (old summary + folded messages →

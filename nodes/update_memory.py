@@ -1,7 +1,7 @@
 """``update_memory``: after the answer is in the state, let the memory store learn from the turn.
 
 A failure here is logged and swallowed: the answer is already saved and must not be lost or changed
-because memory extraction failed (SPEC §8).
+because memory extraction failed.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Where threads live: SQLite under the data dir by default, Postgres when a URL says so (SPEC §10).
+"""Where threads live: SQLite under the data dir by default, Postgres when a URL says so.
 
 One setting switches the backend (``KB_AGENT_CHECKPOINT_URL``); nothing above this module changes.
 """

@@ -2,7 +2,7 @@
 
 Every graph step writes a checkpoint holding the whole state, so a thread's database grows by several
 copies of its recent history per turn. Most of those copies are redundant: messages are only appended,
-or removed when the running summary folds them (SPEC §7). A message therefore lives in a contiguous run
+or removed when the running summary folds them. A message therefore lives in a contiguous run
 of checkpoints, and the full history (``/history --all``) survives if we keep
 
 * the latest checkpoints (``keep_recent``, at least one: the thread's current state and pending writes),

@@ -1,4 +1,4 @@
-"""Merging ranked lists from several retrievers (SPEC §6: hybrid BM25 + vector, fused by RRF).
+"""Merging ranked lists from several retrievers (hybrid BM25 + vector search, fused by RRF or by normalised scores).
 
 BM25 scores and cosine similarities live on unrelated scales, so the default fusion (``rrf``) uses only
 ranks; ``convex`` is the score-based alternative (normalise each retriever, then weighted sum): long-term

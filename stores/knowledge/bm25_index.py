@@ -1,4 +1,4 @@
-"""Keyword retrieval (SPEC §6: the BM25 half of hybrid search), persisted beside Chroma, updated in place.
+"""Keyword retrieval (the BM25 half of hybrid search), persisted beside Chroma, updated in place.
 
 Why this shape:
 

@@ -1,4 +1,4 @@
-"""Retrieval evaluation: test sets in, Recall/Precision/MRR/nDCG and latency per variant out (SPEC §6).
+"""Retrieval evaluation: test sets in, Recall/Precision/MRR/nDCG and latency per variant out.
 
 The metrics are the standard ones and agree with ``ranx`` to 1e-9 (the tests check): a document is
 relevant when its graded label is >= 1; nDCG uses the label as gain (Järvelin & Kekäläinen, ranx's
@@ -123,7 +123,7 @@ def load_beir(folder: Path, split: str = "test") -> tuple[dict[str, dict[str, An
 def load_seed_testset(path: Path) -> QuerySet:
     """A hand-made test set: a JSON list or JSONL of ``{"question", "relevant_chunk_ids", "type"?}``.
 
-    ``relevantChunkIds`` (the seed's spelling) is accepted too, as is a ``{id: grade}`` mapping; an
+    ``relevantChunkIds`` (the camelCase spelling) is accepted too, as is a ``{id: grade}`` mapping; an
     ``id``/``qid`` field names the query, otherwise it is ``q<n>``. Unusable entries are skipped into
     ``problems``; a file that is not JSON at all raises :class:`EvalDataError`.
     """

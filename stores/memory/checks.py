@@ -1,6 +1,6 @@
 """What the user asked and what a memory may hold: forget/remember intents and the sensitive-data check.
 
-Both are rules the program applies (seed 001 rules 3 and 4), so they are plain, deterministic code with
+Both are rules the program applies (what may be stored, and what asks to forget), so they are plain, deterministic code with
 Chinese and English phrasings; ``redact`` keeps what the audit history stores free of the same secrets.
 """
 
@@ -240,7 +240,7 @@ def redact(text: str, limit: int = AUDIT_CHARS) -> str:
     return result if len(result) <= limit else result[:limit] + f"…(+{len(result) - limit} chars)"
 
 
-# High-risk subjects (seed 001): remembered only once the user confirms. Words, not a classifier: a miss
+# High-risk subjects: remembered only once the user confirms. Words, not a classifier: a miss
 # is stored as usual, a false alarm costs one confirmation.
 _HIGH_RISK = {
     "health": re.compile(

@@ -1,4 +1,4 @@
-"""High-risk memories waiting for the user (seed 001): held in the audit history, never in the store,
+"""High-risk memories waiting for the user: held in the audit history, never in the store,
 so nothing pending is recalled. Confirming applies the change as the user's own; dropping forgets it.
 
 A pending entry is an audit row with status ``pending``; its resolution is a later row (action CONFIRM or

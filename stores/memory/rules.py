@@ -1,7 +1,7 @@
-"""The long-term memory rules of seed 001, applied by the program, never left to the model.
+"""The long-term memory rules, applied by the program, never left to the model.
 
 The extraction model only proposes ``{"operations": [...]}``; :func:`apply_operations` checks each
-proposal against the seven rules, in the seed's order, before anything is written, and records every
+proposal against the seven rules, in order, before anything is written, and records every
 applied change and every rejection (with the rule's number) in the audit history.
 """
 
@@ -82,7 +82,7 @@ When nothing should change: {"operations": []}"""
 
 @dataclass(frozen=True)
 class Rejection:
-    """Why a proposal was not applied: the seed's rule number and a reason a person can read."""
+    """Why a proposal was not applied: the rule's number and a reason a person can read."""
 
     rule: int
     reason: str
@@ -328,7 +328,7 @@ def _apply_one(op: Operation, ctx: _Context) -> Rejection | dict[str, Any]:
         return problem
     content, memory_type = (op.content or "").strip(), str(op.memory_type)
     subject = high_risk(content)
-    if subject and not ctx.explicit:  # seed 001: high-risk memories wait for the user's confirmation
+    if subject and not ctx.explicit:  # high-risk memories wait for the user's confirmation
         return {
             "action": op.action,
             "status": "pending",
