@@ -76,7 +76,7 @@ def default_registry(memory: ChromaMemoryStore | None = None, root: Root = ROOT)
         registry.register(spec)
 
     def run_memory(settings: Settings) -> ChromaMemoryStore:
-        return memory if memory is not None else root.services(settings).memory_store()
+        return memory if memory is not None else root.services(settings).memory_store(settings)
 
     for spec in memory_tools(run_memory):
         registry.register(spec)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import atexit
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,13 +44,11 @@ log = logging.getLogger("kb_agent.services")
 DRAIN_SECONDS = 10.0  # how long closing waits for memory updates still queued
 
 # What a deployment's services depend on: two settings that differ only elsewhere (a budget, a caller's
-# identity, a per-run knob) share one set of open services.
+# identity, a per-run knob such as the chat model) share one set of open services, so one process never
+# holds two knowledge bases on one directory.
 SERVICE_FIELDS = (
     "data_dir",
     "embedder",
-    "embedding_base_url",
-    "base_url",
-    "model",
     "chroma_url",
     "database_url",
     "checkpoint_url",
@@ -62,7 +60,6 @@ SERVICE_FIELDS = (
     "trash_days",
     "bm25_staleness",
     "memory_episodic_days",
-    "model_timeout",
 )
 
 
@@ -70,7 +67,9 @@ def service_key(settings: Settings) -> tuple[Any, ...]:
     """The part of ``settings`` that decides which stores are open (the data dir resolved)."""
     values = [getattr(settings, name) for name in SERVICE_FIELDS]
     values[0] = str(Path(settings.data_dir).expanduser().resolve())
-    return (*values, settings.model_name)
+    # An endpoint's embedder is reached at its URL; a local one does not depend on the chat endpoint.
+    endpoint = settings.embedding_base_url or settings.base_url if settings.embedder.startswith("openai:") else ""
+    return (*values, endpoint)
 
 
 def extractor_for(settings: Settings) -> Extractor:
@@ -110,8 +109,10 @@ class Services:
         self._knowledge: Any = None
         self._feedback: FeedbackStore | None = None
         self._effects: ToolEffectLog | None = None
-        self._memory_store: ChromaMemoryStore | None = None
-        self._memory: BackgroundMemoryUpdater | None = None
+        # One memory store per extracting model: the chat model is a per-run choice.
+        self._memory_stores: dict[tuple[Any, ...], ChromaMemoryStore] = {}
+        self._memories: dict[tuple[Any, ...], BackgroundMemoryUpdater] = {}
+        self._outbox: MemoryOutbox | None = None
 
     @property
     def knowledge_dir(self) -> Path:
@@ -167,43 +168,52 @@ class Services:
                 self._effects = ToolEffectLog(s.data_dir, s.checkpoint_url, pool=pool)
             return self._effects
 
-    def memory_store(self) -> ChromaMemoryStore:
-        """The long-term memory store (recall and validated writes)."""
+    def memory_store(self, run: Settings | None = None) -> ChromaMemoryStore:
+        """The long-term memory store (recall and validated writes), extracting with ``run``'s model
+        (default: the deployment's)."""
+        run = run if run is not None else self.settings
+        key = (run.model_name, run.base_url, run.model_timeout)
         with self._lock:
-            if self._memory_store is None:
+            store = self._memory_stores.get(key)
+            if store is None:
                 s = self.settings
                 days = s.memory_episodic_days
-                self._memory_store = ChromaMemoryStore(
+                store = self._memory_stores[key] = ChromaMemoryStore(
                     s.data_dir,
                     embedder=embedder_for(s),
                     chroma_url=s.chroma_url,
                     database_url=s.database_url,
-                    extractor=extractor_for(s),
+                    extractor=extractor_for(run),
                     ttl_days={"episodic": days} if days > 0 else None,
                     pool=self._pool(s.database_url),
                 )
-            return self._memory_store
+            return store
 
-    def memory(self) -> BackgroundMemoryUpdater:
+    def memory(self, run: Settings | None = None) -> BackgroundMemoryUpdater:
         """The memory store behind a background updater whose turns wait in a durable outbox, so a crash
         loses none; opening it finishes what a dead process left."""
-        store = self.memory_store()
+        run = run if run is not None else self.settings
+        store = self.memory_store(run)
+        key = (run.model_name, run.base_url, run.model_timeout)
         with self._lock:
-            if self._memory is None:
+            updater = self._memories.get(key)
+            if updater is None:
                 s = self.settings
-                outbox = MemoryOutbox(s.data_dir, s.database_url, pool=self._pool(s.database_url))
-                self._memory = BackgroundMemoryUpdater(store, outbox=outbox)
-            return self._memory
+                if self._outbox is None:
+                    self._outbox = MemoryOutbox(s.data_dir, s.database_url, pool=self._pool(s.database_url))
+                updater = self._memories[key] = BackgroundMemoryUpdater(store, outbox=self._outbox)
+            return updater
 
     def close(self) -> None:
         """Drain the memory updates, then close every store opened (the root closes the pools)."""
         with self._lock:
-            opened: Sequence[Any] = [self._knowledge, self._feedback, self._effects, self._memory_store]
-            memory, self._memory = self._memory, None
-            self._knowledge = self._feedback = self._effects = self._memory_store = None
-        if memory is not None:
+            memories = list(self._memories.values())
+            opened: list[Any] = [self._knowledge, self._feedback, self._effects, *self._memory_stores.values()]
+            opened.append(self._outbox)
+            self._memories, self._memory_stores, self._outbox = {}, {}, None
+            self._knowledge = self._feedback = self._effects = None
+        for memory in memories:
             memory.close(DRAIN_SECONDS)
-            opened = [*opened, memory.outbox]
         for service in opened:
             close = getattr(service, "close", None)
             if close is None:
@@ -223,6 +233,8 @@ class Root:
         self._pools: dict[str, Any] = {}
 
     def services(self, settings: Settings) -> Services:
+        if not isinstance(settings, Settings):  # a tool called outside any run: nothing to open, nothing guessed
+            raise TypeError(f"a run's settings are needed to open its services, got {type(settings).__name__}")
         key = service_key(settings)
         with self._lock:
             found = self._services.get(key)
@@ -283,7 +295,7 @@ class RunMemory:
         self.root = root
 
     def for_run(self, settings: Settings) -> MemoryStore | None:
-        return self.root.services(settings).memory() if settings.long_term_memory else None
+        return self.root.services(settings).memory(settings) if settings.long_term_memory else None
 
 
 # The services of the process's root, by the settings that name them: the CLI's and the tests' entry.
@@ -300,8 +312,8 @@ def tool_effects(settings: Settings) -> ToolEffectLog:
 
 
 def memory_store(settings: Settings) -> ChromaMemoryStore:
-    return ROOT.services(settings).memory_store()
+    return ROOT.services(settings).memory_store(settings)
 
 
 def open_memory(settings: Settings) -> BackgroundMemoryUpdater:
-    return ROOT.services(settings).memory()
+    return ROOT.services(settings).memory(settings)

@@ -71,3 +71,20 @@ def test_every_store_on_one_database_borrows_from_one_pool(tmp_path: Path) -> No
     feedback.add(user_id=f"u-{uuid.uuid4().hex[:8]}", thread_id="t", question="q", answer="a", rating="good")
     root.close()
     assert pool.closed
+
+
+def test_a_run_choosing_another_model_shares_the_knowledge_base_and_extracts_with_its_model(tmp_path: Path) -> None:
+    root = Root()
+    deployment = Settings(data_dir=str(tmp_path), embedder="hashing")
+    offline_run = Settings(data_dir=str(tmp_path), embedder="hashing", model="offline", base_url="http://127.0.0.1:9/v1")
+    assert root.services(offline_run) is root.services(deployment)  # one knowledge base per directory
+    services = root.services(deployment)
+    assert services.knowledge(create=True) is root.services(offline_run).knowledge()
+    assert services.memory(offline_run) is services.memory(offline_run)
+    assert services.memory(offline_run).outbox is services.memory(deployment).outbox  # one durable outbox
+    root.close()
+
+
+def test_no_settings_opens_nothing() -> None:
+    with pytest.raises(TypeError, match="settings are needed"):
+        Root().services(None)  # type: ignore[arg-type]
