@@ -75,9 +75,9 @@ def _mcp_problems(ctx: Settings) -> None:
     """Servers (or single tools) of the MCP config that did not load, one warning line each."""
     if not ctx.mcp_config:
         return
-    from tools.mcp import shared_manager
+    from graph.services import ROOT
 
-    manager = shared_manager(ctx.mcp_config)
+    manager = ROOT.mcp(ctx.mcp_config)
     for server, why in {**manager.errors, **manager.skipped}.items():
         err.print(f"[yellow]warning:[/yellow] MCP {shown(server)}: {shown(why)}", soft_wrap=True)
 

@@ -94,11 +94,11 @@ def app_registry(
     registry = default_registry(memory)
     ctx = ctx if ctx is not None else Settings.current()
     if ctx.mcp_config:
-        from tools.mcp import register_mcp_tools, shared_manager  # MCP machinery only when configured
+        from tools.mcp import register_mcp_tools  # MCP machinery only when configured
         from tools.mcp_config import MCPConfigError
 
         try:
-            register_mcp_tools(registry, shared_manager(ctx.mcp_config))
+            register_mcp_tools(registry, ROOT.mcp(ctx.mcp_config))
         except MCPConfigError:
             if strict:
                 raise

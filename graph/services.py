@@ -231,6 +231,19 @@ class Root:
         self._lock = threading.Lock()
         self._services: dict[tuple[Any, ...], Services] = {}
         self._pools: dict[str, Any] = {}
+        self._mcp: dict[str, Any] = {}
+        self._mcp_lock = threading.Lock()  # starting servers takes seconds: not under the services' lock
+
+    def mcp(self, config_path: str) -> Any:
+        """The MCP servers of ``config_path``, started once: every registry built reuses their sessions.
+        ``MCPConfigError`` when the file does not parse."""
+        from tools.mcp import MCPManager  # MCP machinery only when configured
+
+        with self._mcp_lock:
+            manager = self._mcp.get(str(config_path))
+            if manager is None or manager.closed:
+                manager = self._mcp[str(config_path)] = MCPManager.from_config(config_path)
+            return manager
 
     def services(self, settings: Settings) -> Services:
         if not isinstance(settings, Settings):  # a tool called outside any run: nothing to open, nothing guessed
@@ -258,12 +271,16 @@ class Root:
         return pool
 
     def close(self) -> None:
-        """Close every deployment's services, then the pools they borrowed from."""
+        """Close every deployment's services, the MCP servers, then the pools the stores borrowed from."""
         with self._lock:
             services, self._services = list(self._services.values()), {}
             pools, self._pools = list(self._pools.values()), {}
+        with self._mcp_lock:
+            managers, self._mcp = list(self._mcp.values()), {}
         for each in services:
             each.close()
+        for manager in managers:
+            manager.close()
         for pool in pools:
             pool.close()
 

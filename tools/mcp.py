@@ -94,6 +94,11 @@ class MCPManager:
         self._thread.start()
         atexit.register(self.close)
 
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` ran: its sessions are gone, a new manager is needed."""
+        return self._closed
+
     @classmethod
     def from_config(cls, path: str | PathLike[str], *, connect_timeout: float = 20.0) -> MCPManager:
         """A manager for the servers of a config file (raises ``MCPConfigError`` before starting any)."""
@@ -374,20 +379,6 @@ def register_mcp_tools(registry: ToolRegistry, manager: MCPManager) -> list[Tool
     for spec in specs:
         registry.register(spec)
     return specs
-
-
-_shared: dict[str, MCPManager] = {}
-_shared_lock = threading.Lock()
-
-
-def shared_manager(config_path: str | PathLike[str], *, connect_timeout: float = 20.0) -> MCPManager:
-    """One manager per config file for the whole process, so every registry built reuses the sessions."""
-    key = str(config_path)
-    with _shared_lock:
-        manager = _shared.get(key)
-        if manager is None or manager._closed:
-            manager = _shared[key] = MCPManager.from_config(config_path, connect_timeout=connect_timeout)
-        return manager
 
 
 async def _list_tools(session: ClientSession) -> list[MCPTool]:

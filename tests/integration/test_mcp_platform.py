@@ -21,8 +21,8 @@ from typer.testing import CliRunner
 from cli.app import app
 from graph import build_graph
 from graph.builder import app_registry
+from graph.services import ROOT
 from nodes.settings import Settings
-from tools.mcp import shared_manager
 
 SERVER = Path(__file__).resolve().parents[1] / "fixtures" / "mcp_server.py"
 
@@ -54,7 +54,7 @@ def mcp_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path
     try:
         yield path
     finally:
-        shared_manager(path).close()
+        ROOT.mcp(str(path)).close()
 
 
 def _tool_results(messages: list[Any]) -> list[ToolMessage]:
