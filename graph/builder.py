@@ -12,10 +12,14 @@ CLI callers use ``build_graph(checkpointer=...)``.
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator, Iterator
+from contextlib import aclosing
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import ensure_config, merge_configs
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -23,7 +27,7 @@ from langgraph.store.base import BaseStore
 
 from graph.services import ROOT, Root, RunMemory, knowledge_services
 from nodes.agent import make_agent
-from nodes.context import Context
+from nodes.context import Context, RunContext, resolve_run
 from nodes.conversation import last_human_index
 from nodes.execute_tools import make_tools
 from nodes.load_memory import make_load_memory
@@ -163,6 +167,35 @@ def build_builder(
     return builder
 
 
+class KbAgentGraph(CompiledStateGraph):
+    """The compiled agent. Each run's context is resolved and checked once, before the first node, into the
+    :class:`~nodes.context.RunContext` the nodes read from ``runtime.context``: the deployment within the
+    caller's knobs, with the identity the run's config carries (a server's authenticated user, else the
+    in-process caller's ``user_id``). ``context_schema`` stays :class:`Context`, the caller's knobs only."""
+
+    def __init__(self, *, deployment: Settings | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.deployment = deployment  # kept by ``copy`` (the server's, with its checkpointer), like every attribute
+
+    def run_context(self, context: Any, config: RunnableConfig | None) -> RunContext:
+        merged = ensure_config(merge_configs(self.config, config))
+        return resolve_run(context, merged.get("configurable") or {}, self.deployment)
+
+    def stream(  # type: ignore[override]
+        self, input: Any, config: RunnableConfig | None = None, *, context: Any = None, **kwargs: Any
+    ) -> Iterator[Any]:
+        run = self.run_context(context, config)
+        yield from super().stream(input, config, context=run, **kwargs)
+
+    async def astream(  # type: ignore[override]
+        self, input: Any, config: RunnableConfig | None = None, *, context: Any = None, **kwargs: Any
+    ) -> AsyncIterator[Any]:
+        run = self.run_context(context, config)
+        async with aclosing(super().astream(input, config, context=run, **kwargs)) as chunks:
+            async for chunk in chunks:
+                yield chunk
+
+
 def build_graph(
     checkpointer: BaseCheckpointSaver | None = None,
     store: BaseStore | None = None,
@@ -175,7 +208,9 @@ def build_graph(
 ) -> CompiledStateGraph:
     """The compiled agent. Pass a checkpointer to keep threads (``stores.checkpoint.open_checkpointer``)."""
     builder = build_builder(model=model, registry=registry, knowledge=knowledge, memory=memory, settings=settings)
-    return builder.compile(checkpointer=checkpointer, store=store, name="kb-agent")
+    compiled = builder.compile(checkpointer=checkpointer, store=store, name="kb-agent")
+    attrs = {k: v for k, v in compiled.__dict__.items() if k != "__orig_class__"}  # as ``Pregel.copy`` does
+    return KbAgentGraph(deployment=settings, **attrs)
 
 
 graph = build_graph(memory=RunMemory())  # long-term memory of each run's context, updated in the background

@@ -33,7 +33,9 @@ __all__ = [
     "Context",
     "ForbiddenSettingError",
     "Identity",
+    "RunContext",
     "check_run_values",
+    "resolve_run",
     "run_settings",
 ]
 
@@ -223,16 +225,21 @@ def server_identity(runtime: Runtime[Any] | None) -> Identity | None:
     """The authenticated user of a server run (``runtime.server_info.user``), None in-process."""
     info = getattr(runtime, "server_info", None) if runtime is not None else None
     user = getattr(info, "user", None) if info is not None else None
-    identity: Any = None
-    permissions: Any = ()
+    if user is not None:
+        return identity_of(user, {})
+    try:  # a runtime that sets only langgraph-api's configurable keys
+        configurable = get_config().get("configurable", {})
+    except RuntimeError:
+        return None
+    return identity_of(None, configurable)
+
+
+def identity_of(user: Any, configurable: Mapping[str, Any]) -> Identity | None:
+    """The identity a server authenticated: its user object, else langgraph-api's configurable keys."""
     if user is not None:
         identity = _attribute(user, "identity")
         permissions = _attribute(user, "permissions") or ()
-    else:  # a runtime that sets only langgraph-api's configurable keys
-        try:
-            configurable = get_config().get("configurable", {})
-        except RuntimeError:
-            return None
+    else:
         identity = configurable.get("langgraph_auth_user_id")
         permissions = configurable.get("langgraph_auth_permissions") or ()
     if not identity:
@@ -255,12 +262,48 @@ def _configured_user() -> str | None:
     return str(user) if user else None
 
 
+@dataclass(frozen=True)
+class RunContext:
+    """One run's context once resolved: the deployment's settings within the caller's checked knobs,
+    with the caller's identity applied (user, roles, groups). The compiled graph builds it once, before the
+    first node, and nodes read it from ``runtime.context``; it is never built from a caller's input alone."""
+
+    settings: Settings
+
+    @property
+    def user_id(self) -> str:
+        return self.settings.user_id
+
+
+def resolve_run(
+    context: Any, configurable: Mapping[str, Any], deployment: Settings | None = None, user: Any = None
+) -> RunContext:
+    """Resolve and check a run's ``context`` once: ``configurable`` is the run's config (the in-process
+    caller's ``user_id``; a server's authenticated user under ``langgraph_auth_user``, or ``user``)."""
+    if isinstance(context, RunContext):
+        return context
+    user = user if user is not None else configurable.get("langgraph_auth_user")
+    if user is not None and _attribute(user, "identity") is None:
+        user = None
+    who = identity_of(user, configurable)
+    configured = configurable.get("user_id")
+    return RunContext(_resolve(context, deployment, who, str(configured) if configured else None))
+
+
 def run_settings(runtime: Runtime[Any] | None, deployment: Settings | None = None) -> Settings:
     """The settings one run works with: the deployment, the caller's checked knobs, the caller's identity.
 
-    A ``Settings`` object as the run's context comes from in-process code and is taken whole.
+    The compiled graph resolves them once per run (:func:`resolve_run`); a graph compiled elsewhere from
+    the builder gets them resolved here, from the raw context. A ``Settings`` object as the run's context
+    comes from in-process code and is taken whole.
     """
     context = runtime.context if runtime is not None else None
+    if isinstance(context, RunContext):
+        return context.settings
+    return _resolve(context, deployment, server_identity(runtime), _configured_user())
+
+
+def _resolve(context: Any, deployment: Settings | None, who: Identity | None, configured_user: str | None) -> Settings:
     base = deployment if deployment is not None else Settings.current()
     if isinstance(context, Settings):
         base, knobs = context, {}
@@ -270,9 +313,8 @@ def run_settings(runtime: Runtime[Any] | None, deployment: Settings | None = Non
         knobs = {}
     else:
         knobs = check_run_values(context)
-    who = server_identity(runtime)
     if who is None:
-        return _in_process(base, tuple(sorted(knobs.items())), _configured_user())
+        return _in_process(base, tuple(sorted(knobs.items())), configured_user)
     if knobs.get("user_id") and who.authenticated and knobs["user_id"] != who.user_id:
         raise ForbiddenSettingError(
             f"user_id is decided by the caller's credentials ({who.user_id!r}), not by the run"

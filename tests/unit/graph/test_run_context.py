@@ -1,0 +1,83 @@
+"""A run's context is resolved and checked once, before the first node, into the RunContext nodes read."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+
+import nodes.context as run_context
+from graph import build_graph
+from graph.builder import KbAgentGraph
+from models import ScriptedChatModel
+from nodes.context import ConfigError, ForbiddenSettingError, RunContext, resolve_run
+from nodes.settings import Settings
+
+
+@dataclass
+class ServerUser:
+    """What a LangGraph server puts under ``langgraph_auth_user``."""
+
+    identity: str
+    permissions: tuple[str, ...] = ()
+
+
+def _graph(tmp_path: Path, answers: list[Any]) -> KbAgentGraph:
+    settings = Settings(data_dir=str(tmp_path), long_term_memory=False)
+    return build_graph(InMemorySaver(), model=ScriptedChatModel(answers), knowledge=None, settings=settings)
+
+
+def test_every_node_of_a_run_reads_the_one_context_resolved_before_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    resolved: list[Any] = []
+    real = run_context._resolve
+
+    def counting(*args: Any) -> Settings:
+        resolved.append(args[0])
+        return real(*args)
+
+    monkeypatch.setattr(run_context, "_resolve", counting)
+    graph = _graph(tmp_path, ["first", "second"])
+    config = {"configurable": {"thread_id": "t", "user_id": "alice"}}
+    graph.invoke({"messages": [("user", "hello")]}, config, context={"top_k": 3})
+    assert resolved == [{"top_k": 3}]  # once for the run, not once per node
+    asyncio.run(graph.ainvoke({"messages": [("user", "again")]}, config, context={"top_k": 2}))
+    assert resolved == [{"top_k": 3}, {"top_k": 2}]
+
+
+def test_a_refused_context_stops_the_run_before_anything_is_written(tmp_path: Path) -> None:
+    graph = _graph(tmp_path, ["never"])
+    config = {"configurable": {"thread_id": "t1"}}
+    with pytest.raises(ForbiddenSettingError, match="data_dir"):
+        graph.invoke({"messages": [("user", "hello")]}, config, context={"data_dir": "/etc"})
+    with pytest.raises(ConfigError, match="max_rounds"):
+        asyncio.run(graph.ainvoke({"messages": [("user", "hello")]}, config, context={"max_rounds": 10_000}))
+    assert graph.get_state(config).values == {}  # not even the question was checkpointed
+
+
+def test_a_server_run_takes_its_identity_from_the_authenticated_user_never_from_the_context() -> None:
+    deployment = Settings(user_id="operator", roles="admin", groups="finance")
+    user = ServerUser("bob", ("role:analyst", "group:hr"))
+    run = resolve_run({"top_k": 2}, {"langgraph_auth_user": user, "user_id": "alice"}, deployment)
+    assert isinstance(run, RunContext)
+    assert (run.user_id, run.settings.roles, run.settings.groups, run.settings.top_k) == ("bob", "analyst", "hr", 2)
+    with pytest.raises(ForbiddenSettingError, match="credentials"):
+        resolve_run({"user_id": "mallory"}, {"langgraph_auth_user": user}, deployment)
+
+
+def test_in_process_the_callers_user_id_names_the_user() -> None:
+    run = resolve_run(None, {"user_id": "alice"}, Settings(user_id="default"))
+    assert run.user_id == "alice"
+    assert resolve_run(run, {"user_id": "someone-else"}) is run  # resolved once, kept
+
+
+def test_the_server_copy_of_the_graph_keeps_resolving(tmp_path: Path) -> None:
+    graph = _graph(tmp_path, ["ok"])
+    copy = graph.copy(update={"checkpointer": InMemorySaver()})
+    assert isinstance(copy, KbAgentGraph) and copy.deployment is graph.deployment
+    assert copy.get_context_jsonschema()["title"] == "Context"  # Studio still shows only the caller's knobs
