@@ -29,10 +29,10 @@ from cli.trash import trash_app
 from graph.api import Agent, Answer, EmptyQuestionError, ThreadBusyError, open_agent
 from models.errors import ModelConfigError, ModelError
 from nodes.settings import ConfigError, Settings, env_table
+from stores.base import StoreUnavailableError
 from stores.checkpoint import CheckpointConfigError
 from stores.chroma import EmbeddingMismatchError
 from stores.disk import disk_full
-from stores.sql import StoreUnavailableError
 from stores.threads import ThreadOwnershipError
 
 app = typer.Typer(

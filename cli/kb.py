@@ -12,8 +12,8 @@ from cli.progress import ingest_bar
 from cli.terminal import json_text, shown
 from graph.services import open_knowledge_base as open_kb
 from nodes.settings import Settings
+from stores.base import StoreUnavailableError
 from stores.disk import disk_full
-from stores.sql import StoreUnavailableError
 
 MODES = ("bm25", "vector", "hybrid")
 out = Console()

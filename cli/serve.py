@@ -33,8 +33,8 @@ from cli.server_app import REPLICA_ENV, SELF_CHECK_ENV
 from graph.auth import TOKENS_ENV, _tokens
 from graph.fingerprint import differences, graph_version, settings_digest
 from nodes.settings import ConfigError, Settings
+from stores.base import StoreUnavailableError
 from stores.replicas import GONE_AFTER, Replica, ReplicaRegistry
-from stores.sql import StoreUnavailableError
 
 REDIS_ENV = "KB_AGENT_REDIS_URL"
 DATABASE_ENV = "KB_AGENT_DATABASE_URL"

@@ -35,7 +35,7 @@ from stores.memory.outbox import MemoryOutbox
 from stores.memory.rules import Extractor
 from stores.memory.store import ChromaMemoryStore
 from stores.memory.updater import BackgroundMemoryUpdater
-from stores.sql import CHECKPOINT_SETTING, DATABASE_SETTING, is_postgres
+from stores.postgres import CHECKPOINT_SETTING, DATABASE_SETTING, is_postgres
 from stores.tool_effects import ToolEffectLog
 from tools.knowledge_tools import KnowledgeServices
 

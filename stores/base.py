@@ -8,6 +8,10 @@ from typing import Any, Protocol, TypedDict, runtime_checkable
 from langchain_core.messages import BaseMessage
 
 
+class StoreUnavailableError(ConnectionError):
+    """A configured database or Chroma server cannot be reached; the message names the setting."""
+
+
 class Passage(TypedDict, total=False):
     """A retrieved chunk: ``id`` is stable (``path#n``) so answers can cite it."""
 

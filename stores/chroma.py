@@ -18,8 +18,8 @@ from chromadb.api import ClientAPI
 from chromadb.api.models.Collection import Collection
 from chromadb.config import Settings
 
+from stores.base import StoreUnavailableError
 from stores.embeddings import ChromaEmbedding, Embedder
-from stores.sql import StoreUnavailableError
 
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")  # no phoning home, ever
 _clients: dict[str, ClientAPI] = {}

@@ -15,16 +15,44 @@ import contextlib
 import logging
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import urlparse
 
-from stores.sql import DATABASE_SETTING, StoreUnavailableError, connect_postgres, postgres_address
+from stores.base import StoreUnavailableError
 
 if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
 
 T = TypeVar("T")
+DATABASE_SETTING = "KB_AGENT_DATABASE_URL"
+CHECKPOINT_SETTING = "KB_AGENT_CHECKPOINT_URL"  # threads, their owners, locks and tool effects
 MIN_SIZE = 1  # kept open while idle: the next operation does not pay a connect
 MAX_SIZE = 20  # operations in flight at once, plus the sessions held (turn locks, the ingest lock)
 WAIT_SECONDS = 10.0  # for a connection at open, and for a free one of the pool before giving up
+
+
+def is_postgres(url: str) -> bool:
+    return url.startswith(("postgres://", "postgresql://"))
+
+
+def postgres_address(url: str) -> str:
+    """``host:port/db`` of a Postgres URL, for messages: never the user or the password."""
+    info = urlparse(url)
+    return f"{info.hostname or 'localhost'}:{info.port or 5432}{info.path or ''}"
+
+
+def connect_postgres(url: str, *, setting: str = DATABASE_SETTING) -> Any:
+    """An autocommit psycopg connection, or :class:`StoreUnavailableError` naming ``setting``."""
+    import psycopg
+
+    try:
+        return psycopg.connect(url, autocommit=True, connect_timeout=10)
+    except psycopg.OperationalError as exc:
+        where = postgres_address(url)
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0].rsplit(": ", 1)[-1]
+        raise StoreUnavailableError(
+            f"{setting}: cannot connect to Postgres at {where} ({reason}); check the URL and that "
+            "the server is running"
+        ) from None
 
 
 class _LossReportedElsewhere(logging.Filter):

@@ -16,15 +16,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import urlparse
+
+from stores.postgres import DATABASE_SETTING, borrowed, is_postgres, open_pool, run
 
 T = TypeVar("T")
-DATABASE_SETTING = "KB_AGENT_DATABASE_URL"
-CHECKPOINT_SETTING = "KB_AGENT_CHECKPOINT_URL"  # threads, their owners, locks and tool effects
-
-
-def is_postgres(url: str) -> bool:
-    return url.startswith(("postgres://", "postgresql://"))
 
 
 @dataclass(frozen=True)
@@ -68,8 +63,6 @@ class Database:
         if self.pool is None:
             with self.lock:
                 return work(self.conn)
-        from stores.postgres import run
-
         return run(self.pool, work, retry=retry)
 
     def execute(self, sql: str, params: tuple[Any, ...] = (), *, retry: bool = False) -> Rows:
@@ -90,8 +83,6 @@ class Database:
             with self.lock:
                 yield self.conn
             return
-        from stores.postgres import borrowed
-
         with borrowed(self.pool) as conn, conn.transaction():
             yield conn
 
@@ -104,31 +95,6 @@ class Database:
             self.pool.close()
 
 
-class StoreUnavailableError(ConnectionError):
-    """A configured database or Chroma server cannot be reached; the message names the setting."""
-
-
-def postgres_address(url: str) -> str:
-    """``host:port/db`` of a Postgres URL, for messages: never the user or the password."""
-    info = urlparse(url)
-    return f"{info.hostname or 'localhost'}:{info.port or 5432}{info.path or ''}"
-
-
-def connect_postgres(url: str, *, setting: str = DATABASE_SETTING) -> Any:
-    """An autocommit psycopg connection, or :class:`StoreUnavailableError` naming ``setting``."""
-    import psycopg
-
-    try:
-        return psycopg.connect(url, autocommit=True, connect_timeout=10)
-    except psycopg.OperationalError as exc:
-        where = postgres_address(url)
-        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0].rsplit(": ", 1)[-1]
-        raise StoreUnavailableError(
-            f"{setting}: cannot connect to Postgres at {where} ({reason}); check the URL and that "
-            "the server is running"
-        ) from None
-
-
 def open_database(
     sqlite_file: str | Path, url: str = "", *, pool: Any = None, setting: str = DATABASE_SETTING
 ) -> Database:
@@ -138,8 +104,6 @@ def open_database(
     if pool is not None:
         return Database("%s", True, pool=pool)
     if is_postgres(url):
-        from stores.postgres import open_pool
-
         return Database("%s", True, pool=open_pool(url, setting=setting), owns_pool=True)
     path = Path(sqlite_file)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from stores.checkpoint import sqlite_path
-from stores.sql import CHECKPOINT_SETTING, Rows, is_postgres, open_database
+from stores.postgres import CHECKPOINT_SETTING, is_postgres
+from stores.sql import Rows, open_database
 
 TITLE_CHARS = 40
 SCHEMA = (

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from stores.checkpoint import sqlite_path
-from stores.sql import CHECKPOINT_SETTING, is_postgres
+from stores.postgres import CHECKPOINT_SETTING, is_postgres
 
 POLL_SECONDS = 0.05
 

@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from stores.sql import is_postgres
+from stores.postgres import is_postgres
 
 log = logging.getLogger(__name__)
 MANIFEST_FILE = "manifest.sqlite3"

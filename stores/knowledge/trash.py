@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from stores.knowledge.manifest import FileRecord
-from stores.sql import Database, is_postgres, open_database
+from stores.postgres import is_postgres
+from stores.sql import Database, open_database
 
 if TYPE_CHECKING:
     from stores.knowledge.index import KnowledgeIndex
