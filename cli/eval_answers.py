@@ -7,7 +7,6 @@ LLM judge's faithfulness score (0–1). The offline model is never its own judge
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
@@ -45,7 +44,7 @@ def _judge(model: Any, answer: str, passages: dict[str, str], timeout: float) ->
 
 def answer_checks(ctx: Settings, kb: Any, queries: list[EvalQuery]) -> dict[str, Any]:
     """Run every question through the agent and score its answer; the figures ``eval --answers`` prints."""
-    quiet = dataclasses.replace(ctx, long_term_memory=False, checkpoint_prune=False)
+    quiet = ctx.replace(long_term_memory=False, checkpoint_prune=False)
     graph = build_graph(InMemorySaver(), memory=None, settings=quiet)
     judge = get_chat_model(ctx)
     if isinstance(judge, OfflineChatModel):

@@ -53,7 +53,7 @@ def _context(user: str | None, groups: str | None) -> Settings:
         changes["user_id"] = user
     if groups is not None:
         changes["groups"] = groups
-    return Settings(**{**ctx.__dict__, **changes}) if changes else ctx
+    return ctx.replace(**changes)
 
 
 def ingest(

@@ -7,7 +7,6 @@ one line on stderr with the rule that refused it, and exit code 1.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import typer
@@ -43,7 +42,7 @@ def _open(user: str | None) -> tuple[ChromaMemoryStore, str]:
         if user is not None:
             if not user.strip():
                 _fail("--user is empty: name the user whose memories to manage", 2)
-            ctx = dataclasses.replace(ctx, user_id=user.strip())
+            ctx = ctx.replace(user_id=user.strip())
         return memory_store(ctx), ctx.user_id
     except (ConfigError, ValueError) as exc:
         _fail(str(exc))

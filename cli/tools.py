@@ -39,7 +39,7 @@ def _context(user: str | None, roles: str | None) -> Settings:
     try:
         ctx = Settings()
         changes = {k: v for k, v in {"user_id": user, "roles": roles}.items() if v}
-        return Settings(**{**ctx.__dict__, **changes}) if changes else ctx
+        return ctx.replace(**changes)
     except ConfigError as exc:
         _fail(str(exc))
         raise  # unreachable: _fail exits

@@ -143,7 +143,7 @@ class Agent:
         self._pruned: dict[str, str | None] = {}  # thread -> newest checkpoint id at its last prune
 
     def _run_args(self, thread_id: str, user_id: str | None) -> tuple[dict[str, Any], Settings]:
-        ctx = self.context if user_id is None else dataclasses.replace(self.context, user_id=user_id)
+        ctx = self.context if user_id is None else self.context.replace(user_id=user_id)
         config = {"configurable": {"thread_id": thread_id, "user_id": ctx.user_id}, "run_id": uuid.uuid4()}
         return config, ctx
 

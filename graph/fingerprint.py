@@ -8,7 +8,6 @@ differ here. The settings digest is one short hash per setting, leaving out what
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 from importlib import metadata
@@ -41,11 +40,11 @@ def graph_version() -> str:
 def settings_digest(settings: Settings) -> dict[str, str]:
     """Setting name -> a short hash of its value (values themselves never leave the machine)."""
     out = {}
-    for f in dataclasses.fields(settings):
-        if f.name in PER_MACHINE:
+    for name in type(settings).model_fields:
+        if name in PER_MACHINE:
             continue
-        value = json.dumps(getattr(settings, f.name), sort_keys=True, default=str)
-        out[f.name] = hashlib.sha256(value.encode()).hexdigest()[:12]
+        value = json.dumps(getattr(settings, name), sort_keys=True, default=str)
+        out[name] = hashlib.sha256(value.encode()).hexdigest()[:12]
     return out
 
 

