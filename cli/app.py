@@ -28,7 +28,7 @@ from cli.trace import print_memories_written, tool_status_printer, trace_printer
 from cli.trash import trash_app
 from graph.api import Agent, Answer, EmptyQuestionError, ThreadBusyError, open_agent
 from models.errors import ModelConfigError, ModelError
-from nodes.settings import ConfigError, Settings, env_table
+from nodes.settings import ConfigError, Settings, effective_table
 from stores.base import StoreUnavailableError
 from stores.checkpoint import CheckpointConfigError
 from stores.chroma import EmbeddingMismatchError
@@ -102,7 +102,7 @@ def _context(user: str | None, *, offline: bool = False) -> Settings:
     """The operator's settings, for ``user``; ``offline`` forces the offline model (``--demo``)."""
     ctx = Settings()
     changes = {**({"user_id": user} if user else {}), **({"model": "offline"} if offline else {})}
-    return Settings(**{**ctx.__dict__, **changes}) if changes else ctx
+    return ctx.replace(**changes)
 
 
 def _trace_memories_written(agent: Agent, since: str) -> None:
@@ -302,12 +302,33 @@ def threads_prune(
 
 
 @app.command("config")
-def show_config() -> None:
-    """Show every setting, its environment variable and default."""
-    table = Table("variable", "default", "meaning")
-    for env, default, description in env_table():
-        table.add_row(env, default, description)
+def show_config(
+    as_json: bool = typer.Option(False, "--json", help='{"KB_AGENT_…": {"value": …, "source": …}} instead.'),
+) -> None:
+    """Show every setting in force: its variable, value, where it came from, and what it means."""
+    try:
+        rows = effective_table(Settings())
+    except ConfigError as exc:
+        fail(str(exc))
+        return
+    if as_json:
+        typer.echo(json_text({env: {"value": value, "source": source} for _s, env, value, source, _t in rows}))
+        return
+    table = Table("variable", "value", "source", "meaning")
+    table.columns[0].no_wrap = True
+    section = None
+    for heading, env, value, source, description in rows:
+        if heading != section:
+            if section is not None:
+                table.add_section()
+            section = heading
+            table.add_row(f"[bold]{heading}[/bold]", "", "", "")
+        table.add_row(env, _config_value(value), source, description)
     out.print(table)
+
+
+def _config_value(value: Any) -> str:
+    return '""' if value == "" else str(value)
 
 
 kb_cli.register(app)
