@@ -214,7 +214,7 @@ def run_scenario(name: str, tmp: Path, args: argparse.Namespace, endpoint: Endpo
     from graph.services import RunMemory
 
     def graph_of(saver: Any) -> Any:
-        return build_graph(saver, memory=RunMemory())  # as graph/builder.py's server graph
+        return build_graph(saver, memory=RunMemory())  # as graph/server.py's graph
 
     seen = Seen()
     endpoint.ask("reset")

@@ -34,6 +34,7 @@ from stores.checkpoint import CheckpointConfigError
 from stores.chroma import EmbeddingMismatchError
 from stores.disk import disk_full
 from stores.threads import ThreadOwnershipError
+from tools.mcp_config import MCPConfigError
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, help="kb-agent: a knowledge-base agent on LangGraph."
@@ -50,6 +51,7 @@ USER_ERRORS = (
     ThreadOwnershipError,
     StoreUnavailableError,
     ThreadBusyError,
+    MCPConfigError,
 )
 
 
@@ -367,9 +369,9 @@ def main() -> None:
     signal.signal(signal.SIGTERM, _interrupt)
     try:
         app()
-    except (StoreUnavailableError, EmbeddingMismatchError) as exc:
-        # a database or Chroma server lost mid-command, or a knowledge base another embedder built (the
-        # message says how to re-index): one line, never a traceback
+    except (StoreUnavailableError, EmbeddingMismatchError, ConfigError, MCPConfigError) as exc:
+        # a database or Chroma server lost mid-command, a knowledge base another embedder built (the
+        # message says how to re-index), a setting that cannot be used: one line, never a traceback
         err.print(f"[red]error:[/red] {shown(str(exc))}", soft_wrap=True)
         sys.exit(1)
 

@@ -2,7 +2,7 @@
 
 ``langgraph dev`` stays the Studio workflow; it keeps threads in its working directory and loses them on a
 kill -9. This command checks what an operator gets wrong before anything listens — no tokens, an unreachable
-Postgres or Redis, a runtime missing from this interpreter, a live replica on the same Postgres running
+Postgres or Redis, a setting or MCP config that cannot be used, a runtime missing from this interpreter, a live replica on the same Postgres running
 another graph version or other settings — each as one line naming the setting and exit 1,
 then replaces itself with uvicorn running ``cli.server_app`` (Aegra behind an auth self-check). Replacing,
 not spawning: the process the operator (or a supervisor) signals is the server, so a kill leaves no orphan.
@@ -64,6 +64,22 @@ def check_runtime() -> None:
             "Python >= 3.12 — python3.12 -m venv .venv-server && .venv-server/bin/pip install -e '.[server]', "
             "then run .venv-server/bin/kb-agent serve"
         )
+
+
+def check_settings() -> Settings:
+    """The deployment's settings and its MCP config, refused before anything listens when unusable."""
+    try:
+        settings = Settings.current()
+    except ConfigError as exc:
+        raise ServeError(str(exc)) from None
+    if settings.mcp_config:
+        from tools.mcp_config import MCPConfigError, load_mcp_config
+
+        try:
+            load_mcp_config(settings.mcp_config)
+        except MCPConfigError as exc:
+            raise ServeError(f"KB_AGENT_MCP_CONFIG: {exc}") from None
+    return settings
 
 
 def check_tokens(insecure_dev: bool) -> bool:
@@ -207,6 +223,7 @@ def serve(
     config = config or (REPO_CONFIG if REPO_CONFIG.exists() else Path.cwd() / "langgraph.json")
     try:
         check_runtime()
+        check_settings()
         authenticated = check_tokens(insecure_dev)
         database_url = check_database()
         redis_url = check_redis(workers)

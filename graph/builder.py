@@ -3,10 +3,10 @@
     load_memory → retrieve → summarize → agent ⇄ tools → update_memory
 
 ``summarize`` runs before the first model round of a turn, and again after tools when the thread has
-earlier rounds to fold: over the history budget, it folds the oldest whole rounds into the running summary. After ``agent``: tool calls go to ``tools``, an answer to ``update_memory``. After ``tools``:
-back to the model unless the budget is spent. ``graph`` at
-the bottom is compiled without a checkpointer, for the LangGraph server, which brings its own; Python and
-CLI callers use ``build_graph(checkpointer=...)``.
+earlier rounds to fold: over the history budget, it folds the oldest whole rounds into the running
+summary. After ``agent``: tool calls go to ``tools``, an answer to ``update_memory``. After ``tools``: back
+to the model unless the budget is spent. Python and CLI callers use ``build_graph(checkpointer=...)``; the
+LangGraph server imports ``graph.server.graph``, compiled without one (it brings its own).
 """
 
 from __future__ import annotations
@@ -87,26 +87,18 @@ def default_registry(memory: ChromaMemoryStore | None = None, root: Root = ROOT)
     return registry
 
 
-def app_registry(
-    ctx: Settings | None = None, *, strict: bool = True, memory: ChromaMemoryStore | None = None
-) -> ToolRegistry:
+def app_registry(ctx: Settings | None = None, *, memory: ChromaMemoryStore | None = None) -> ToolRegistry:
     """Everything the application offers: the defaults plus the MCP servers of ``ctx.mcp_config``.
 
-    ``strict=False`` (the module-level graph a server imports) logs an unusable MCP config instead of
-    refusing to start; each server that fails is logged either way and the others still load.
+    A config file that cannot be used is ``MCPConfigError`` naming the setting (nothing starts on half a
+    config); a server of a valid config that fails to start is logged and the others still load.
     """
     registry = default_registry(memory)
     ctx = ctx if ctx is not None else Settings.current()
     if ctx.mcp_config:
         from tools.mcp import register_mcp_tools  # MCP machinery only when configured
-        from tools.mcp_config import MCPConfigError
 
-        try:
-            register_mcp_tools(registry, ROOT.mcp(ctx.mcp_config))
-        except MCPConfigError:
-            if strict:
-                raise
-            log.exception("MCP servers not loaded")
+        register_mcp_tools(registry, ROOT.mcp(ctx.mcp_config))
     add_find_tools(registry, ctx.tool_candidates)
     return registry
 
@@ -144,7 +136,7 @@ def build_builder(
     environment); a run's context may only adjust it within its caps (``nodes.context``).
     """
     if registry is None:
-        registry = app_registry(settings, strict=False, memory=tool_memory(memory))
+        registry = app_registry(settings, memory=tool_memory(memory))
     add_find_tools(registry)  # a catalog too big to bind whole gets the find_tools meta-tool
     builder = StateGraph(State, input_schema=InputState, context_schema=Context)
     builder.add_node("load_memory", make_load_memory(memory, settings))
@@ -211,6 +203,3 @@ def build_graph(
     compiled = builder.compile(checkpointer=checkpointer, store=store, name="kb-agent")
     attrs = {k: v for k, v in compiled.__dict__.items() if k != "__orig_class__"}  # as ``Pregel.copy`` does
     return KbAgentGraph(deployment=settings, **attrs)
-
-
-graph = build_graph(memory=RunMemory())  # long-term memory of each run's context, updated in the background

@@ -236,13 +236,18 @@ class Root:
 
     def mcp(self, config_path: str) -> Any:
         """The MCP servers of ``config_path``, started once: every registry built reuses their sessions.
-        ``MCPConfigError`` when the file does not parse."""
+        ``MCPConfigError`` naming the setting when the file cannot be used."""
         from tools.mcp import MCPManager  # MCP machinery only when configured
+        from tools.mcp_config import MCPConfigError
 
         with self._mcp_lock:
             manager = self._mcp.get(str(config_path))
             if manager is None or manager.closed:
-                manager = self._mcp[str(config_path)] = MCPManager.from_config(config_path)
+                try:
+                    manager = MCPManager.from_config(config_path)
+                except MCPConfigError as exc:
+                    raise MCPConfigError(f"KB_AGENT_MCP_CONFIG: {exc}") from None
+                self._mcp[str(config_path)] = manager
             return manager
 
     def services(self, settings: Settings) -> Services:

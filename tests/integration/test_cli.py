@@ -73,6 +73,40 @@ def test_bad_setting_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "KB_AGENT_MAX_ROUNDS='lots' is not a valid int" in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("variable", "content", "named"),
+    [
+        ("KB_AGENT_MAX_ROUNDS", "ten", "KB_AGENT_MAX_ROUNDS"),
+        ("KB_AGENT_MCP_CONFIG", "{not json", "KB_AGENT_MCP_CONFIG"),
+        ("KB_AGENT_CONFIG", 'top_k = "many"\n', "top_k"),
+        ("KB_AGENT_CONFIG", "no_such_setting = 1\n", "no_such_setting"),
+    ],
+)
+def test_a_setting_that_cannot_be_used_stops_the_process_with_one_line(
+    tmp_path: Path, variable: str, content: str, named: str
+) -> None:
+    """As a user runs it: a fresh process, so nothing imported before the command can raise first."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("KB_AGENT_", "OPENAI_"))}
+    env["KB_AGENT_HOME"] = str(tmp_path / "home")
+    if variable == "KB_AGENT_MAX_ROUNDS":
+        env[variable] = content
+    else:
+        path = tmp_path / ("settings.toml" if variable == "KB_AGENT_CONFIG" else "mcp.json")
+        path.write_text(content, "utf-8")
+        env[variable] = str(path)
+    done = subprocess.run(
+        [sys.executable, "-m", "cli", "ask", "计算 1 + 1"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 1 and len(lines) == 1, done.stderr
+    assert named in lines[0] and "Traceback" not in done.stderr and done.stdout == ""
+
+
 def test_budget_stop_exits_3(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KB_AGENT_MAX_ROUNDS", "1")
     result = runner.invoke(app, ["ask", "计算 1 + 1"])

@@ -9,7 +9,8 @@ import pytest
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from graph import build_graph, graph
+from graph import build_graph
+from graph.server import graph
 from models import ScriptedChatModel, tool_call
 from nodes.settings import Settings
 from stores.base import MemoryRecord, Passage

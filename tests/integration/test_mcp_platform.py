@@ -23,6 +23,7 @@ from graph import build_graph
 from graph.builder import app_registry
 from graph.services import ROOT
 from nodes.settings import Settings
+from tools.mcp_config import MCPConfigError
 
 SERVER = Path(__file__).resolve().parents[1] / "fixtures" / "mcp_server.py"
 
@@ -155,5 +156,6 @@ def test_a_broken_mcp_config_is_one_clear_line(tmp_path: Path, monkeypatch: pyte
     monkeypatch.setenv("KB_AGENT_MCP_CONFIG", str(path))
     result = CliRunner().invoke(app, ["tools", "list"])
     assert result.exit_code == 1 and "not valid JSON" in result.output and "Traceback" not in result.output
-    # The graph a server imports still builds, without MCP tools (the problem is logged).
-    assert "calculator" in app_registry(Settings(), strict=False)
+    # Building the application's tools refuses it too, naming the setting: nothing starts on half a config.
+    with pytest.raises(MCPConfigError, match="KB_AGENT_MCP_CONFIG"):
+        app_registry(Settings())

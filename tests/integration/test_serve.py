@@ -266,11 +266,32 @@ def test_postgres_down_at_start_is_one_line_and_exit_1(stack: dict[str, Any]) ->
     assert "KB_AGENT_DATABASE_URL" in lines[0] and "postgres:postgres" not in lines[0]
 
 
+@pytest.mark.parametrize(
+    ("variable", "value", "named"),
+    [
+        ("KB_AGENT_MAX_ROUNDS", "ten", "KB_AGENT_MAX_ROUNDS"),
+        ("KB_AGENT_TOP_K", "0", "KB_AGENT_TOP_K"),
+        ("KB_AGENT_MCP_CONFIG", "{broken}", "KB_AGENT_MCP_CONFIG"),
+    ],
+)
+def test_a_setting_that_cannot_be_used_is_one_line_and_exit_1(
+    stack: dict[str, Any], variable: str, value: str, named: str
+) -> None:
+    if variable == "KB_AGENT_MCP_CONFIG":
+        path = stack["tmp"] / "broken-mcp.json"
+        path.write_text(value, "utf-8")
+        value = str(path)
+    done = _refusal(stack, dict(stack["env"], **{variable: value}))
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 1 and len(lines) == 1, done.stderr
+    assert named in lines[0] and "Traceback" not in done.stderr
+
+
 def test_refuses_to_serve_when_the_auth_does_not_load(stack: dict[str, Any]) -> None:
     """Aegra fails open on a wrong auth path; the self-check at start turns that into a refusal."""
     spec = json.loads((REPO_ROOT / "langgraph.json").read_text("utf-8"))
     spec["dependencies"] = [str(REPO_ROOT)]
-    spec["graphs"] = {GRAPH_ID: str(REPO_ROOT / "graph" / "builder.py") + ":graph"}
+    spec["graphs"] = {GRAPH_ID: str(REPO_ROOT / "graph" / "server.py") + ":graph"}
     spec["auth"]["path"] = str(REPO_ROOT / "graph" / "no_such_auth.py") + ":auth"
     config = stack["tmp"] / "wrong-auth" / "langgraph.json"
     config.parent.mkdir(exist_ok=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from graph import graph
+from graph.server import graph
 from nodes.settings import env_table
 
 README = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")

@@ -66,7 +66,7 @@ def test_env_table_lists_every_field() -> None:
 
 
 def test_studio_sees_only_the_caller_knobs_in_the_context_schema() -> None:
-    from graph import graph
+    from graph.server import graph
 
     schema = graph.get_context_jsonschema()
     assert schema is not None
