@@ -16,7 +16,7 @@ answer: two model rounds) against the loopback OpenAI-compatible endpoint answer
 
 Per scenario: wall time of the turns, turns/s, p50/p95 of a turn, the process's CPU per turn, the
 endpoint's requests in flight (peak, mean while busy), and the wall time against the ideal (turns x model
-rounds per turn x latency, all threads in parallel; #15's target <= 1.5x). Every answer is checked: a turn
+rounds per turn x latency, all threads in parallel). Every answer is checked: a turn
 counts as ok only if its last message carries the product.
 
     python bench/graph_concurrency.py [--only async,sync-pool] [--threads 50] [--turns 3] [--postgres URL] [--json out.json]

@@ -1,4 +1,4 @@
-"""Ingest at the embedder's speed (#15 item 3): raw ``embed_documents`` against ``kb-agent ingest``, same chunks.
+"""Ingest at the embedder's speed: raw ``embed_documents`` against ``kb-agent ingest``, same chunks.
 
 Writes .md files whose every section is exactly one chunk, takes the chunk texts from the production loader
 and chunker, then times, alternating and in the same run:

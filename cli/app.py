@@ -83,7 +83,7 @@ def approval_prompt(console: Console) -> Any:
 
 
 def _pending_line(answer: Answer) -> None:
-    """The line under an answer when high-risk memories wait for the user (seed 001)."""
+    """The line under an answer when high-risk memories wait for the user to confirm them."""
     if answer.pending_memories:
         n = answer.pending_memories
         err.print(

@@ -26,11 +26,10 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 
 from graph.builder import build_graph
-from graph.services import open_memory
+from graph.services import services_for
 from nodes.conversation import last_human_index
 from nodes.settings import Settings
 from nodes.summarize import full_history
-from stores.checkpoint import open_checkpointer
 from stores.checkpoint_prune import PruneReport, discard_after, prune_thread
 from stores.memory.pending import pending
 from stores.memory.updater import BackgroundMemoryUpdater
@@ -340,23 +339,24 @@ class Agent:
 
 @contextmanager
 def open_agent(context: Settings | None = None, **build_kwargs: Any) -> Iterator[Agent]:
-    """An :class:`Agent` with the checkpointer the context asks for (SQLite under the data dir by default)."""
+    """An :class:`Agent` on its deployment's services: the checkpointer the context asks for (SQLite under
+    the data dir by default), the threads' owners and turn locks, long-term memory unless switched off.
+    They stay open for the process's later agents and close with the composition root."""
     ctx = context or Settings()
+    services = services_for(ctx)
     if "memory" not in build_kwargs and ctx.long_term_memory:
-        build_kwargs["memory"] = open_memory(ctx)
+        build_kwargs["memory"] = services.memory()
     memory = build_kwargs.get("memory")
-    with (
-        open_checkpointer(ctx.data_dir, ctx.checkpoint_url) as saver,
-        ThreadRegistry(ctx.data_dir, ctx.checkpoint_url) as threads,
-    ):
-        try:
-            yield Agent(
-                build_graph(checkpointer=saver, **build_kwargs),
-                saver,
-                ctx,
-                memory if isinstance(memory, BackgroundMemoryUpdater) else None,
-                threads,
-            )
-        finally:
-            if isinstance(memory, BackgroundMemoryUpdater) and not memory.drain(10):
-                logging.getLogger("kb_agent.memory").warning("memory updates still running at exit")
+    saver = services.checkpointer()
+    try:
+        yield Agent(
+            build_graph(checkpointer=saver, **build_kwargs),
+            saver,
+            ctx,
+            memory if isinstance(memory, BackgroundMemoryUpdater) else None,
+            services.threads(),
+            services.turn_locks(),
+        )
+    finally:
+        if isinstance(memory, BackgroundMemoryUpdater) and not memory.drain(10):
+            logging.getLogger("kb_agent.memory").warning("memory updates still running at exit")

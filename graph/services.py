@@ -2,8 +2,8 @@
 
 A deployment's settings name its storage (data dir, Chroma server, databases), its embedder and its
 model; :meth:`Root.services` opens what those name — the knowledge base, feedback, the tool-effect log,
-long-term memory with its durable outbox — on first use and hands the same :class:`Services` to every
-later run of that deployment. Every store on one Postgres database borrows its connections from one
+long-term memory with its durable outbox, the checkpointer with the threads' owners and turn locks — on
+first use and hands the same :class:`Services` to every later run of that deployment. Every store on one Postgres database borrows its connections from one
 ``psycopg_pool`` pool the root keeps per database, so a database restart costs each store at most the
 operation in flight. Closing the root closes everything it opened.
 
@@ -14,6 +14,7 @@ function of the run's settings that returns them) and never read the environment
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import threading
 from collections.abc import Callable
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import HumanMessage, SystemMessage
+from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from models import OfflineChatModel, get_chat_model
 from models.extractive import extractive_summary
@@ -28,6 +30,7 @@ from models.extractor import ModelExtractor
 from nodes import prompts
 from nodes.settings import Settings
 from stores.base import MemoryStore, Passage
+from stores.checkpoint import open_checkpointer
 from stores.embeddings import embedder_for
 from stores.feedback import FeedbackStore
 from stores.memory.extraction import OfflineExtractor
@@ -36,7 +39,9 @@ from stores.memory.rules import Extractor
 from stores.memory.store import ChromaMemoryStore
 from stores.memory.updater import BackgroundMemoryUpdater
 from stores.postgres import CHECKPOINT_SETTING, DATABASE_SETTING, is_postgres
+from stores.threads import ThreadRegistry
 from stores.tool_effects import ToolEffectLog
+from stores.turn_lock import TurnLocks
 from tools.knowledge_tools import KnowledgeServices
 
 log = logging.getLogger("kb_agent.services")
@@ -113,6 +118,10 @@ class Services:
         self._memory_stores: dict[tuple[Any, ...], ChromaMemoryStore] = {}
         self._memories: dict[tuple[Any, ...], BackgroundMemoryUpdater] = {}
         self._outbox: MemoryOutbox | None = None
+        self._checkpointer: BaseCheckpointSaver | None = None
+        self._threads: ThreadRegistry | None = None
+        self._turn_locks: TurnLocks | None = None
+        self._held = contextlib.ExitStack()  # what must be exited, not just closed (the checkpointer)
 
     @property
     def knowledge_dir(self) -> Path:
@@ -168,6 +177,36 @@ class Services:
                 self._effects = ToolEffectLog(s.data_dir, s.checkpoint_url, pool=pool)
             return self._effects
 
+    def checkpointer(self) -> BaseCheckpointSaver:
+        """Where the deployment's threads are kept (tables created on first use): SQLite under the data
+        dir, or Postgres on the root's pool for ``checkpoint_url``."""
+        with self._lock:
+            if self._checkpointer is None:
+                s = self.settings
+                pool = self._pool(s.checkpoint_url, CHECKPOINT_SETTING)
+                self._checkpointer = self._held.enter_context(
+                    open_checkpointer(s.data_dir, s.checkpoint_url, pool=pool)
+                )
+            return self._checkpointer
+
+    def threads(self) -> ThreadRegistry:
+        """Who owns each thread, beside the checkpoints."""
+        with self._lock:
+            if self._threads is None:
+                s = self.settings
+                pool = self._pool(s.checkpoint_url, CHECKPOINT_SETTING)
+                self._threads = ThreadRegistry(s.data_dir, s.checkpoint_url, pool=pool)
+            return self._threads
+
+    def turn_locks(self) -> TurnLocks:
+        """One turn per thread at a time, across the processes sharing the threads."""
+        with self._lock:
+            if self._turn_locks is None:
+                s = self.settings
+                pool = self._pool(s.checkpoint_url, CHECKPOINT_SETTING)
+                self._turn_locks = TurnLocks(s.data_dir, s.checkpoint_url, pool=pool)
+            return self._turn_locks
+
     def memory_store(self, run: Settings | None = None) -> ChromaMemoryStore:
         """The long-term memory store (recall and validated writes), extracting with ``run``'s model
         (default: the deployment's)."""
@@ -209,11 +248,14 @@ class Services:
         with self._lock:
             memories = list(self._memories.values())
             opened: list[Any] = [self._knowledge, self._feedback, self._effects, *self._memory_stores.values()]
-            opened.append(self._outbox)
+            opened += [self._outbox, self._threads, self._turn_locks]
+            held, self._held = self._held, contextlib.ExitStack()
             self._memories, self._memory_stores, self._outbox = {}, {}, None
             self._knowledge = self._feedback = self._effects = None
+            self._checkpointer = self._threads = self._turn_locks = None
         for memory in memories:
             memory.close(DRAIN_SECONDS)
+        opened.append(held)
         for service in opened:
             close = getattr(service, "close", None)
             if close is None:

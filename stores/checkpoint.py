@@ -47,10 +47,19 @@ def _postgres_module() -> Any:
 
 
 @contextmanager
-def open_checkpointer(data_dir: str | Path, url: str = "") -> Iterator[BaseCheckpointSaver]:
-    """A ready checkpointer (tables created); closed on exit."""
+def open_checkpointer(data_dir: str | Path, url: str = "", *, pool: Any = None) -> Iterator[BaseCheckpointSaver]:
+    """A ready checkpointer (tables created); closed on exit.
+
+    ``pool`` (a :func:`stores.postgres.open_pool` on ``url``'s database) serves a Postgres checkpointer
+    from that shared pool, whose connections are checked before each use, so a database restart costs at
+    most the write in flight; without it the checkpointer holds one connection of its own."""
     if _is_postgres(url):
         postgres = _postgres_module()
+        if pool is not None:
+            saver = postgres.PostgresSaver(pool)
+            saver.setup()
+            yield saver  # the pool's owner closes it
+            return
         with postgres.PostgresSaver.from_conn_string(url) as saver:
             saver.setup()
             yield saver

@@ -88,3 +88,49 @@ def test_a_run_choosing_another_model_shares_the_knowledge_base_and_extracts_wit
 def test_no_settings_opens_nothing() -> None:
     with pytest.raises(TypeError, match="settings are needed"):
         Root().services(None)  # type: ignore[arg-type]
+
+
+def _checkpoint(saver: object, thread_id: str) -> None:
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    config = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+    saver.put(config, empty_checkpoint(), {"source": "input", "step": -1}, {})  # type: ignore[attr-defined]
+
+
+def test_the_checkpointer_and_its_neighbours_are_opened_once_per_deployment(tmp_path: Path) -> None:
+    root = Root()
+    services = root.services(Settings(data_dir=str(tmp_path)))
+    saver = services.checkpointer()
+    assert services.checkpointer() is saver and services.threads() is services.threads()
+    assert root.services(Settings(data_dir=str(tmp_path), user_id="bob")).checkpointer() is saver
+    _checkpoint(saver, "t1")
+    assert saver.get_tuple({"configurable": {"thread_id": "t1"}}) is not None
+    root.close()
+    with pytest.raises(sqlite3.ProgrammingError):  # closing the root closed its connection
+        _checkpoint(saver, "t2")
+    reopened = root.services(Settings(data_dir=str(tmp_path))).checkpointer()
+    assert reopened is not saver and reopened.get_tuple({"configurable": {"thread_id": "t1"}}) is not None
+    root.close()
+
+
+@pytest.mark.postgres
+def test_a_postgres_checkpointer_shares_the_pool_and_survives_dropped_connections(tmp_path: Path) -> None:
+    url = os.environ.get("KB_TEST_POSTGRES_URL", "")
+    if not url:
+        pytest.skip("KB_TEST_POSTGRES_URL is not set (.ci/run starts Postgres and sets it)")
+    import psycopg
+
+    root = Root()
+    services = root.services(Settings(data_dir=str(tmp_path), database_url=url, checkpoint_url=url))
+    saver = services.checkpointer()
+    assert saver.conn is root.pool(url) and services.threads()._db.pool is root.pool(url)
+    thread_id = f"t-{uuid.uuid4().hex[:8]}"
+    _checkpoint(saver, thread_id)
+    pool = root.pool(url)
+    with pool.connection() as conn:  # the idle connection the next operation would borrow
+        pid = conn.info.backend_pid
+    with psycopg.connect(url, autocommit=True) as admin:  # as a database restart does to it
+        admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    _checkpoint(saver, thread_id)  # a checked connection from the pool, not the dead one
+    assert saver.get_tuple({"configurable": {"thread_id": thread_id}}) is not None
+    root.close()
