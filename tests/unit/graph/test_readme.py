@@ -85,7 +85,9 @@ def relative_links(markdown: str) -> list[str]:
     return [t for t in LINK.findall(prose) if not re.match(r"[a-z][a-z0-9+.-]*:", t)]
 
 
-@pytest.mark.parametrize("page", [README, *DOCS], ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize(
+    "page", [README, ROOT / "ARCHITECTURE.md", *DOCS], ids=lambda p: str(p.relative_to(ROOT))
+)
 def test_every_relative_link_points_at_a_file(page: Path) -> None:
     broken = []
     for target in relative_links(text(page)):
