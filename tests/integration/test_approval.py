@@ -215,7 +215,7 @@ def test_cli_tools_call_permission_and_approval(kb_home: Path, monkeypatch: pyte
     unknown = runner.invoke(app, ["tools", "call", "no_such_tool"])
     assert unknown.exit_code == 2 and "unknown tool" in unknown.output
     invalid = runner.invoke(app, ["tools", "call", "delete_document", "--args", "{}", "--user", "alice"])
-    assert invalid.exit_code == 2 and "missing required argument 'doc_id'" in invalid.output  # as README says
+    assert invalid.exit_code == 2 and "missing required argument 'doc_id'" in invalid.output  # as docs/tools.md says
 
 
 def test_cli_tools_list(kb_home: Path) -> None:

@@ -1,4 +1,4 @@
-"""`kb-agent tools call` exit codes agree with the README: 2 for bad arguments, 1 when the tool fails."""
+"""`kb-agent tools call` exit codes agree with docs/tools.md: 2 for bad arguments, 1 when the tool fails."""
 
 from __future__ import annotations
 

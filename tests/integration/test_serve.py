@@ -137,7 +137,7 @@ def test_runs_started_together_on_one_thread_run_one_after_another(
 def test_a_client_that_lost_the_answer_to_create_finds_its_run_by_its_message_id(
     users: dict[str, SyncLangGraphClient],
 ) -> None:
-    """What the README tells clients: a run whose ``runs.create`` answer was lost (a kill, a dropped
+    """What docs/server.md tells clients: a run whose ``runs.create`` answer was lost (a kill, a dropped
     connection) may exist all the same; before asking again, look for the question's own message id in the
     inputs of the thread's runs, and join that run."""
     alice = users["alice"]
