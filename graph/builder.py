@@ -25,7 +25,14 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
 
-from graph.services import ROOT, Root, RunMemory, knowledge_services
+from graph.services import (
+    DEPLOYMENT_KNOWLEDGE,
+    ROOT,
+    DeploymentKnowledge,
+    Root,
+    RunMemory,
+    knowledge_services,
+)
 from nodes.agent import make_agent
 from nodes.context import Context, RunContext, resolve_run
 from nodes.conversation import last_human_index
@@ -101,23 +108,6 @@ def app_registry(ctx: Settings | None = None, *, memory: ChromaMemoryStore | Non
         register_mcp_tools(registry, ROOT.mcp(ctx.mcp_config))
     add_find_tools(registry, ctx.tool_candidates)
     return registry
-
-
-class DeploymentKnowledge:
-    """The knowledge base under each run's data dir (None until something is ingested), with the
-    down-weighting of chunks the deployment's users rated bad."""
-
-    def __init__(self, root: Root = ROOT) -> None:
-        self.root = root
-
-    def __call__(self, settings: Settings) -> Any | None:
-        return self.root.services(settings).knowledge()
-
-    def penalties(self, settings: Settings) -> dict[str, int]:
-        return self.root.services(settings).feedback_penalties()
-
-
-DEPLOYMENT_KNOWLEDGE = DeploymentKnowledge()
 
 
 def build_builder(

@@ -351,6 +351,23 @@ def knowledge_services(root: Root = ROOT) -> KnowledgeServices:
     )
 
 
+class DeploymentKnowledge:
+    """The knowledge base under each run's data dir (None until something is ingested), with the
+    down-weighting of chunks the deployment's users rated bad."""
+
+    def __init__(self, root: Root = ROOT) -> None:
+        self.root = root
+
+    def __call__(self, settings: Settings) -> Any | None:
+        return self.root.services(settings).knowledge()
+
+    def penalties(self, settings: Settings) -> dict[str, int]:
+        return self.root.services(settings).feedback_penalties()
+
+
+DEPLOYMENT_KNOWLEDGE = DeploymentKnowledge()
+
+
 class RunMemory:
     """Long-term memory for a graph that serves many deployments' runs (the server's ``graph``): each
     run's settings pick their store; a run with ``long_term_memory`` off recalls and learns nothing."""
