@@ -32,11 +32,12 @@ from langchain_mcp_adapters.sessions import create_session
 from tools.executor import ToolCallRequest, ToolExecutor
 from tools.mcp import MCPManager
 from tools.mcp_config import parse_mcp_config
+from tools.permissions import EVERYTHING
 from tools.registry import ToolContext, ToolRegistry, ToolSpec
 
 SERVER = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "mcp_server.py"
 ECHO_SCHEMA = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
-CTX = ToolContext(user_id="bench")
+CTX = ToolContext(user_id="bench", grant=EVERYTHING)  # measures the call path, not the refusal
 Call = Callable[[str], str]
 
 

@@ -55,6 +55,11 @@ class Grant:
     def check(self, spec: ToolSpec) -> None:
         """Raise :class:`PermissionDeniedError` with a message the model (and the user) can act on."""
         missing = self.missing(spec)
+        if missing and self is NOBODY:
+            raise PermissionDeniedError(
+                f"permission denied: tool {spec.name!r} needs {', '.join(missing)}, and this call has no "
+                "resolved caller, so nothing is granted; call it from a run, or pass the caller's grant"
+            )
         if missing:
             roles = ", ".join(self.roles) or "none"
             raise PermissionDeniedError(
@@ -63,7 +68,8 @@ class Grant:
             )
 
 
-EVERYTHING = Grant(roles=("admin",), patterns=("*",))
+EVERYTHING = Grant(roles=("admin",), patterns=("*",))  # trusted application code states it explicitly
+NOBODY = Grant(roles=(), patterns=())  # no resolved caller: tools that need a permission are refused
 
 
 def _load_json(raw: str, setting: str) -> Any:
@@ -151,13 +157,14 @@ def resolve_grant(
 
 
 def grant_for(settings: Any, user_id: str | None = None) -> Grant:
-    """The grant of a run from its graph ``Settings`` (anything with the role fields); none: everything.
+    """The grant of a run from its graph ``Settings`` (anything with the role fields).
 
-    Code that builds a ToolContext without a Settings (unit tests, embedding the executor) is trusted
-    application code; runs of the agent always carry one.
+    No settings means no resolved caller, and that grants nothing: a tool reached by a path that forgot
+    to say who is calling must fail closed. Application code that embeds the executor and means to act
+    with every right passes ``grant=EVERYTHING`` in its ToolContext.
     """
     if settings is None:
-        return EVERYTHING
+        return NOBODY
     return _cached_grant(
         user_id or getattr(settings, "user_id", "default"),
         str(getattr(settings, "roles", "")),

@@ -50,7 +50,7 @@ class ToolContext:
     settings: Any = None  # the run's graph Settings, for tools that need more of it
     run_id: str | None = None
     history: tuple[Any, ...] = ()  # the thread's messages up to this call (read-only), e.g. for feedback
-    grant: Any = None  # a tools.permissions.Grant; None: derived from ``settings`` (none at all: everything)
+    grant: Any = None  # a tools.permissions.Grant; None: derived from ``settings`` (neither: nothing granted)
     # Where side-effecting calls of this tools step are recorded (a stores.tool_effects.StepEffects); None:
     # not recorded, so a re-run of the step runs them again.
     effects: Any = None

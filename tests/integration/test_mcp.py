@@ -28,11 +28,12 @@ from tools.builtin import builtin_registry
 from tools.executor import ToolCallRequest, ToolExecutor
 from tools.mcp import MCPManager, register_mcp_tools
 from tools.mcp_config import load_mcp_config, parse_mcp_config
+from tools.permissions import EVERYTHING
 from tools.registry import ToolContext, ToolRegistry
 
 SERVER = Path(__file__).resolve().parents[1] / "fixtures" / "mcp_server.py"
 PID_ENV = "MCP_FIXTURE_PID_FILE"
-CTX = ToolContext(user_id="tester")
+CTX = ToolContext(user_id="tester", grant=EVERYTHING)  # the embedding application acts with every right
 STARTUP = 60.0  # generous: the test machine is shared and a FastMCP process takes ~2 s to import
 
 pytestmark = pytest.mark.timeout(120)

@@ -14,8 +14,10 @@ from tools.executor import ToolCallRequest, ToolExecutor
 from tools.permissions import (
     DEFAULT_ROLE_PERMISSIONS,
     EVERYTHING,
+    NOBODY,
     Grant,
     PermissionConfigError,
+    PermissionDeniedError,
     grant_for,
     resolve_grant,
     role_table,
@@ -103,8 +105,33 @@ def test_env_settings_reach_the_grant(monkeypatch: pytest.MonkeyPatch) -> None:
     assert grant_for(Settings(user_id="bob")).roles == ()
 
 
-def test_no_settings_means_trusted_application_code() -> None:
-    assert grant_for(None) is EVERYTHING
+def test_a_call_without_a_resolved_caller_gets_no_permission_at_all() -> None:
+    assert grant_for(None) is NOBODY
+    seen: list[str] = []
+    registry = ToolRegistry(
+        [
+            _spec("admin_only", "kb:admin", seen=seen),
+            _spec("writes", "memory:write", seen=seen),
+            _spec("open", seen=seen),
+        ]
+    )
+    calls = [
+        ToolCallRequest("c1", "admin_only", {}),
+        ToolCallRequest("c2", "writes", {}),
+        ToolCallRequest("c3", "open", {}),
+    ]
+    outcomes = ToolExecutor(registry).run(calls, ToolContext())
+    assert [o.status for o in outcomes] == ["error", "error", "success"]
+    assert all("no resolved caller" in o.content for o in outcomes[:2])
+    assert seen == ["open"]  # the refused ones never reached their handler; a tool needing nothing runs
+    # code that means to act with every right says so
+    assert ToolExecutor(registry).run(calls[:1], ToolContext(grant=EVERYTHING))[0].status == "success"
+
+
+def test_an_empty_grant_from_roles_is_told_apart_from_no_caller() -> None:
+    refused = resolve_grant(user_id="bob", default_roles="")
+    with pytest.raises(PermissionDeniedError, match=r"roles \(none\)"):
+        refused.check(_spec("d", "kb:admin"))
 
 
 def test_denied_call_never_reaches_the_handler(caplog: pytest.LogCaptureFixture) -> None:
