@@ -1,8 +1,8 @@
 """Running the model's tool calls: concurrently, bounded, each with a timeout, results in call order.
 
 Nothing a tool does may break the loop: unknown names, bad arguments, exceptions and timeouts all come
-back as an error outcome with the call's id, so the model can read what went wrong and try another way
-(seed 003 §3.4). At most ``concurrency`` calls run at once; a hung synchronous handler is abandoned on its
+back as an error outcome with the call's id, so the model can read what went wrong and try another way.
+At most ``concurrency`` calls run at once; a hung synchronous handler is abandoned on its
 daemon worker so it cannot hold the turn past its timeout.
 """
 

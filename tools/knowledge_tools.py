@@ -1,4 +1,4 @@
-"""The knowledge-base tools of seed 003 (search, summarise, feedback, statistics) and ``delete_document``.
+"""The knowledge-base tools (search, summarise, feedback, statistics) and ``delete_document``.
 
 Every search carries the caller's identity and groups from the run (never from the model's arguments), so
 the permission filter inside the knowledge base applies to tools exactly as to the retrieve node.

@@ -3,7 +3,7 @@
 A tool lists what it needs (``kb:read``, ``kb:admin``, ``feedback:write``, ``mcp:<server>``…); the caller's
 roles come from the run context and map to granted patterns (``kb:*``, ``*``). A call runs only when every
 permission the tool needs matches a granted pattern. The check happens in the platform before the handler,
-so a denied call never reaches the tool (SPEC §5), and the model is told plainly that it was denied.
+so a denied call never reaches the tool, and the model is told plainly that it was denied.
 """
 
 from __future__ import annotations
@@ -187,5 +187,5 @@ def _cached_grant(user_id: str, roles: str, default_roles: str, users: str, tabl
 
 
 def describe_roles(table: Mapping[str, tuple[str, ...]]) -> list[tuple[str, str]]:
-    """(role, permissions) rows for ``kb-agent tools list`` and the README."""
+    """(role, permissions) rows for ``kb-agent tools list`` and the docs."""
     return [(role, ", ".join(perms)) for role, perms in table.items()]

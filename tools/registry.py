@@ -2,7 +2,7 @@
 
 The model only proposes calls. The registry decides: unknown names are refused, arguments are checked
 against the tool's JSON Schema before the handler runs, and every refusal is worded so the model can
-correct itself on the next round (seed 001 Page9, seed 004 §4).
+correct itself on the next round.
 """
 
 from __future__ import annotations

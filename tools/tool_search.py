@@ -5,7 +5,7 @@ look-alike tools chooses worse. ``ToolSearch`` ranks a catalog against the reque
 the ranking into the per-turn set to bind; the ``find_tools`` meta-tool lets the model ask for more when
 nothing bound fits, and ``loaded_from_messages`` carries what it found into the next round.
 
-Ranking is hybrid, like the knowledge base's (SPEC §6): BM25 over ``stores.text_analysis.tokenize`` (so Chinese is
+Ranking is hybrid, like the knowledge base's: BM25 over ``stores.text_analysis.tokenize`` (so Chinese is
 segmented) and, with an embedder, cosine over embeddings, fused by rank (``stores.fusion.rrf``). Domains
 are scored the same way against the request and the tools of the best ones get a third, lighter ranking,
 so "订一张去成都的机票" favours travel tools even when a word also fits maps or finance. Permissions filter
@@ -246,7 +246,8 @@ def select_tools(
     loaded: Iterable[str] = (),
     search: ToolSearch | None = None,
 ) -> list[ToolSpec]:
-    """The tools to bind for this round, in an order that keeps the request's prefix (issue #15).
+    """The tools to bind for this round, in an order that keeps the request's prefix (so the
+    endpoint's prompt cache still applies).
 
     A catalog of at most ``k`` allowed tools that are not always on is bound whole, in catalog order,
     without searching (nor ``find_tools``, which would have nothing to find). Otherwise: every
