@@ -15,7 +15,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from stores.base import Passage
 from stores.feedback import downweight
-from tools.registry import ToolContext, ToolError, ToolSpec
+from tools.registry import RunSettings, ToolContext, ToolError, ToolSpec
 
 PASSAGE_CHARS = 800
 
@@ -32,8 +32,8 @@ class KnowledgeServices:
 
 def _search(services: KnowledgeServices, kb: Any, query: str, ctx: ToolContext, top_k: int) -> list[Passage]:
     """The caller's search, with chunks that bad feedback marked down-weighted (``downweight``)."""
-    settings = ctx.settings
-    factor = float(getattr(settings, "feedback_penalty", 1.0))
+    settings = ctx.run_settings()
+    factor = settings.feedback_penalty
     penalised: Mapping[str, int] = {}
     if services.penalties is not None and factor < 1.0:
         try:
@@ -46,7 +46,7 @@ def _search(services: KnowledgeServices, kb: Any, query: str, ctx: ToolContext, 
 
 
 def _groups(ctx: ToolContext) -> tuple[str, ...]:
-    return tuple(getattr(ctx.settings, "group_list", ("public",)))
+    return ctx.run_settings().group_list
 
 
 def _passage_view(p: Passage) -> dict[str, Any]:
@@ -77,7 +77,7 @@ def knowledge_tools(services: KnowledgeServices) -> list[ToolSpec]:
     """The tool specs, bound to ``services``."""
 
     def search_knowledge(query: str, top_k: int = 5, *, tool_context: ToolContext) -> str:
-        kb = services.knowledge(tool_context.settings)
+        kb = services.knowledge(tool_context.run_settings())
         if kb is None:
             return "The knowledge base is empty: nothing has been ingested yet (kb-agent ingest PATH)."
         hits = _search(services, kb, query, tool_context, top_k)
@@ -88,7 +88,7 @@ def knowledge_tools(services: KnowledgeServices) -> list[ToolSpec]:
         return json.dumps({"query": query, "passages": [_passage_view(p) for p in hits]}, ensure_ascii=False)
 
     def generate_summary(topic: str, max_docs: int = 5, *, tool_context: ToolContext) -> str:
-        kb = services.knowledge(tool_context.settings)
+        kb = services.knowledge(tool_context.run_settings())
         hits = (
             []
             if kb is None
@@ -99,7 +99,7 @@ def knowledge_tools(services: KnowledgeServices) -> list[ToolSpec]:
                 {"topic": topic, "summary": "", "sources": [], "note": "no passages to summarise"},
                 ensure_ascii=False,
             )
-        result = services.summarize(topic, hits, tool_context.settings)
+        result = services.summarize(topic, hits, tool_context.run_settings())
         return json.dumps(
             {"topic": topic, **result, "sources": [p.get("id") for p in hits]}, ensure_ascii=False
         )
@@ -108,7 +108,7 @@ def knowledge_tools(services: KnowledgeServices) -> list[ToolSpec]:
         question, answer = _previous_turn(tool_context.history)
         if answer is None:
             raise ToolError("there is no earlier answer in this thread to give feedback on")
-        store = services.feedback(tool_context.settings)
+        store = services.feedback(tool_context.run_settings())
         feedback_id = store.add(
             user_id=tool_context.user_id,
             thread_id=tool_context.thread_id,
@@ -122,18 +122,18 @@ def knowledge_tools(services: KnowledgeServices) -> list[ToolSpec]:
         )
 
     def knowledge_stats(*, tool_context: ToolContext) -> str:
-        kb = services.knowledge(tool_context.settings)
+        kb = services.knowledge(tool_context.run_settings())
         if kb is None:
             return json.dumps(
                 {"documents": 0, "chunks": 0, "note": "nothing ingested yet"}, ensure_ascii=False
             )
         return json.dumps(kb.stats(groups=_groups(tool_context)), ensure_ascii=False, default=str)
 
-    def _document(doc_id: str, settings: Any) -> tuple[Any, Any]:
+    def _document(doc_id: str, settings: RunSettings) -> tuple[Any, Any]:
         """The knowledge base and the manifest record of ``doc_id`` (a source path, or a ``path#n`` id)."""
         kb = services.knowledge(settings)
         record = kb.document(doc_id) if kb is not None else None
-        visible = set(getattr(settings, "group_list", ("public",)))
+        visible = set(settings.group_list)
         if record is None or not visible & set(record.groups or ["public"]):
             # A document the caller may not see is reported exactly like one that does not exist.
             raise ToolError(
@@ -143,7 +143,7 @@ def knowledge_tools(services: KnowledgeServices) -> list[ToolSpec]:
         return kb, record
 
     def describe_delete(args: dict[str, Any], tool_context: ToolContext) -> str:
-        kb, record = _document(str(args.get("doc_id", "")), tool_context.settings)  # ToolError: not asked
+        kb, record = _document(str(args.get("doc_id", "")), tool_context.run_settings())  # ToolError: not asked
         days = float(getattr(kb, "trash_days", 0) or 0)
         kept = f"; it stays in the trash {days:g} days (kb-agent trash restore)" if days > 0 else " for good"
         return (
@@ -153,7 +153,7 @@ def knowledge_tools(services: KnowledgeServices) -> list[ToolSpec]:
         )
 
     def delete_document(doc_id: str, *, tool_context: ToolContext) -> str:
-        kb, record = _document(doc_id, tool_context.settings)
+        kb, record = _document(doc_id, tool_context.run_settings())
         if hasattr(kb, "delete_to_trash"):
             removed, trash_id = kb.delete_to_trash(record.source)
         else:  # an application's own knowledge base without a trash

@@ -39,7 +39,7 @@ def memory_tools(store_for: StoreFor) -> list[ToolSpec]:
     def remember(
         content: str, memory_type: str = "semantic", replaces: str = "", *, tool_context: ToolContext
     ) -> str:
-        store = resolve(tool_context.settings)
+        store = resolve(tool_context.run_settings())
         entry = store.manage(
             tool_context.user_id,
             "UPDATE" if replaces else "ADD",
@@ -75,7 +75,7 @@ def memory_tools(store_for: StoreFor) -> list[ToolSpec]:
         latest = _latest_user_message(tool_context.history)
         if not has_forget_intent(latest):
             raise ToolError("not forgotten: the user's latest message does not ask to forget anything")
-        store = resolve(tool_context.settings)
+        store = resolve(tool_context.run_settings())
         entry = store.manage(
             tool_context.user_id,
             "DELETE",
@@ -92,7 +92,7 @@ def memory_tools(store_for: StoreFor) -> list[ToolSpec]:
         )
 
     def search_memories(query: str = "", top_k: int = 5, *, tool_context: ToolContext) -> str:
-        store = resolve(tool_context.settings)
+        store = resolve(tool_context.run_settings())
         user = tool_context.user_id
         found = store.search(user, query, top_k) if query.strip() else store.list(user, limit=top_k)
         return json.dumps({"memories": [_view(m) for m in found]}, ensure_ascii=False)

@@ -16,7 +16,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-from tools.registry import ToolError, ToolSpec
+from tools.registry import RunSettings, ToolError, ToolSpec
 
 # Out of the box a user reads the knowledge base, gives feedback, manages their own memories and may use the
 # MCP servers the operator configured; only an admin changes the knowledge base.
@@ -156,8 +156,8 @@ def resolve_grant(
     return Grant(roles=chosen, patterns=patterns)
 
 
-def grant_for(settings: Any, user_id: str | None = None) -> Grant:
-    """The grant of a run from its graph ``Settings`` (anything with the role fields).
+def grant_for(settings: RunSettings | None, user_id: str | None = None) -> Grant:
+    """The grant of a run from its settings.
 
     No settings means no resolved caller, and that grants nothing: a tool reached by a path that forgot
     to say who is calling must fail closed. Application code that embeds the executor and means to act
@@ -166,11 +166,11 @@ def grant_for(settings: Any, user_id: str | None = None) -> Grant:
     if settings is None:
         return NOBODY
     return _cached_grant(
-        user_id or getattr(settings, "user_id", "default"),
-        str(getattr(settings, "roles", "")),
-        str(getattr(settings, "default_roles", "user")),
-        str(getattr(settings, "user_roles", "")),
-        str(getattr(settings, "role_permissions", "")),
+        user_id or settings.user_id,
+        settings.roles,
+        settings.default_roles,
+        settings.user_roles,
+        settings.role_permissions,
     )
 
 

@@ -12,7 +12,7 @@ import inspect
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
@@ -40,6 +40,22 @@ class ToolArgumentError(ToolError):
     """Arguments that do not match the tool's schema."""
 
 
+class RunSettings(Protocol):
+    """What tools read of the run's settings (the graph's ``Settings`` is one): who calls, with which
+    roles and groups, and the knobs of the knowledge tools. Tools take it as given, with no defaults of
+    their own, so a value the run does not carry is an error rather than a silent guess."""
+
+    user_id: str
+    roles: str
+    default_roles: str
+    user_roles: str
+    role_permissions: str
+    feedback_penalty: float
+
+    @property
+    def group_list(self) -> tuple[str, ...]: ...
+
+
 @dataclass(frozen=True)
 class ToolContext:
     """What a handler may know about the run without the model supplying it (hidden from its schema)."""
@@ -47,13 +63,19 @@ class ToolContext:
     user_id: str = "default"
     thread_id: str | None = None
     timezone: str = ""
-    settings: Any = None  # the run's graph Settings, for tools that need more of it
+    settings: RunSettings | None = None  # the run's settings; None outside a run
     run_id: str | None = None
     history: tuple[Any, ...] = ()  # the thread's messages up to this call (read-only), e.g. for feedback
     grant: Any = None  # a tools.permissions.Grant; None: derived from ``settings`` (neither: nothing granted)
     # Where side-effecting calls of this tools step are recorded (a stores.tool_effects.StepEffects); None:
     # not recorded, so a re-run of the step runs them again.
     effects: Any = None
+
+    def run_settings(self) -> RunSettings:
+        """The run's settings, for a tool that cannot work without them (which store, which groups)."""
+        if self.settings is None:
+            raise ToolError("this tool needs the run it belongs to (its caller and settings); call it from a run")
+        return self.settings
 
 
 @dataclass(frozen=True)

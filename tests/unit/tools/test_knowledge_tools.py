@@ -14,6 +14,7 @@ from stores.base import Passage
 from stores.feedback import FeedbackStore
 from tools.executor import ToolCallRequest, ToolExecutor
 from tools.knowledge_tools import KnowledgeServices, knowledge_tools
+from tools.permissions import EVERYTHING
 from tools.registry import ToolContext, ToolRegistry
 
 
@@ -61,6 +62,15 @@ def test_search_carries_identity_and_groups_and_truncates(tmp_path: Path) -> Non
     data = json.loads(outcome.content)
     assert kb.calls == [("RAG", "alice", ("public", "hr"), 5)]
     assert data["passages"][0]["id"] == "docs/rag.md#0" and data["passages"][0]["text"].endswith("…")
+
+
+def test_outside_a_run_the_knowledge_tools_refuse_instead_of_guessing_the_caller(tmp_path: Path) -> None:
+    kb = FakeKB()
+    executor, _, _ = _setup(tmp_path, kb)
+    for name, args in (("search_knowledge", {"query": "RAG"}), ("knowledge_stats", {})):
+        outcome = executor.run([ToolCallRequest("c1", name, args)], ToolContext(grant=EVERYTHING))[0]
+        assert outcome.status == "error" and "needs the run it belongs to" in outcome.content
+    assert kb.calls == []  # nothing searched with made-up groups
 
 
 def test_search_validates_its_arguments(tmp_path: Path) -> None:
