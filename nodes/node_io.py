@@ -8,8 +8,9 @@ path must keep working for ``graph.invoke`` with the same results.
 A node's body is a generator: it yields each piece of I/O as an :class:`IO` and receives its result (or
 its exception, thrown back in at the ``yield``). :func:`dual_node` runs the body blocking under
 ``invoke`` and awaiting under ``ainvoke`` — a blocking call with no async twin goes to a worker thread,
-and so does the code between two IOs — and hands LangGraph both through ``RunnableCallable``, as
-``langchain.agents.create_agent`` does. What matters is that no thread is held while a model answers.
+and so does the code between two IOs — and hands LangGraph both as one :class:`DualNode` runnable, which
+finds the run's ``Runtime`` with LangGraph's public ``get_runtime()``. What matters is that no thread is
+held while a model answers.
 """
 
 from __future__ import annotations
@@ -19,14 +20,13 @@ from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from langgraph._internal._runnable import RunnableCallable  # what create_agent's own nodes are
-from langgraph.runtime import Runtime
+from langchain_core.runnables import Runnable, RunnableConfig
+from langgraph.runtime import Runtime, get_runtime
 
 from nodes.context import Context
 from nodes.state import State
 
 T = TypeVar("T")
-Node = RunnableCallable  # what make_<node>() returns: a runnable with a sync and an async implementation
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,16 +87,32 @@ async def arun_steps(steps: Steps) -> dict[str, Any]:
     return value
 
 
+class DualNode(Runnable[State, dict[str, Any]]):
+    """A node with a blocking and an awaiting implementation of one body: LangGraph calls ``invoke``
+    under ``graph.invoke`` and ``ainvoke`` under ``graph.ainvoke``. The run's ``Runtime`` comes from
+    LangGraph (``get_runtime()``, inside a run) or, in tests, from the ``runtime`` keyword."""
+
+    def __init__(self, body: NodeBody, name: str) -> None:
+        self.body = body
+        self.name = name
+
+    def invoke(
+        self, input: State, config: RunnableConfig | None = None, *, runtime: Runtime[Context] | None = None, **_: Any
+    ) -> dict[str, Any]:
+        return run_steps(self.body(input, runtime if runtime is not None else get_runtime()))
+
+    async def ainvoke(
+        self, input: State, config: RunnableConfig | None = None, *, runtime: Runtime[Context] | None = None, **_: Any
+    ) -> dict[str, Any]:
+        return await arun_steps(self.body(input, runtime if runtime is not None else get_runtime()))
+
+
+Node = DualNode  # what make_<node>() returns
+
+
 def dual_node(body: NodeBody, name: str) -> Node:
     """The node LangGraph runs: ``body`` driven blocking under ``invoke``, awaited under ``ainvoke``.
 
     Call it directly in tests with ``node.invoke(state, runtime=Runtime(...))`` (or ``ainvoke``).
     """
-
-    def sync(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-        return run_steps(body(state, runtime))
-
-    async def asynchronous(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-        return await arun_steps(body(state, runtime))
-
-    return RunnableCallable(sync, asynchronous, name=name, trace=False)
+    return DualNode(body, name)
