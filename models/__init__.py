@@ -20,11 +20,18 @@ _BUILDING = threading.Lock()
 
 @lru_cache(maxsize=16)
 def _openai_model(
-    model: str, base_url: str, api_key: str, temperature: float, timeout: float, retries: int
+    model: str, base_url: str, api_key: str, temperature: float, timeout: float, retries: int, passthrough: bool
 ) -> BaseChatModel:
-    from models.openai_chat import PassThroughChatOpenAI  # langchain_openai is imported on first use
+    if passthrough:  # an operator's opt-in: it leans on langchain-openai internals, checked against the pin
+        from models.openai_chat import PassThroughChatOpenAI, check_passthrough_versions
 
-    return PassThroughChatOpenAI(
+        check_passthrough_versions()
+        cls: type[BaseChatModel] = PassThroughChatOpenAI
+    else:
+        from langchain_openai import ChatOpenAI  # imported on first use
+
+        cls = ChatOpenAI
+    return cls(
         model=model,
         base_url=base_url or None,
         api_key=api_key,
@@ -58,4 +65,5 @@ def get_chat_model(context: EndpointSettings) -> BaseChatModel:
             context.temperature,
             context.model_timeout,
             context.model_max_retries,
+            context.openai_passthrough,
         )

@@ -20,6 +20,7 @@ class EndpointSettings(Protocol):
     temperature: float
     model_timeout: float
     model_max_retries: int
+    openai_passthrough: bool
 
 
 class ModelError(RuntimeError):

@@ -117,3 +117,43 @@ def test_a_request_without_tools_moves_only_its_messages() -> None:
     payload = PassThroughChatOpenAI(model="m", api_key="k")._get_request_payload(CONVERSATION)
     assert "tools" not in payload and "tools" not in payload["extra_body"]
     assert payload["messages"] == [] and len(payload["extra_body"]["messages"]) == len(CONVERSATION)
+
+
+def test_by_default_the_client_is_langchain_openais_own_and_instrumentation_sees_the_messages(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What an OpenAI-client wrapper (OpenTelemetry, Langfuse, wrap_openai) is handed: the real messages."""
+    from models import get_chat_model
+    from nodes.settings import Settings
+
+    with OpenAIServer() as srv:
+        srv.push(ScriptedReply(content="好的"))
+        settings = Settings(model=srv.model, base_url=srv.base_url, api_key_env="KB_TEST_KEY", model_max_retries=0)
+        monkeypatch.setenv("KB_TEST_KEY", srv.api_key)
+        model = get_chat_model(settings)
+        assert type(model) is ChatOpenAI
+        seen: list[dict[str, Any]] = []
+        create = model.client.create
+
+        def instrumented(**kwargs: Any) -> Any:
+            seen.append(kwargs)
+            return create(**kwargs)
+
+        monkeypatch.setattr(model.client, "create", instrumented)
+        assert model.invoke([HumanMessage("你好")]).content == "好的"
+    assert seen[0]["messages"] == [{"role": "user", "content": "你好"}]
+
+
+def test_the_fast_path_is_an_opt_in_checked_against_the_releases_it_was_tested_with(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import models.openai_chat as openai_chat
+    from models import get_chat_model
+    from models.errors import ModelConfigError
+    from nodes.settings import Settings
+
+    settings = Settings(model="m-passthrough", base_url="http://127.0.0.1:9/v1", openai_passthrough=True)
+    assert isinstance(get_chat_model(settings), PassThroughChatOpenAI)
+    monkeypatch.setattr(openai_chat, "version", lambda package: "9.0.0")  # an upgrade nobody tested
+    with pytest.raises(ModelConfigError, match=r"KB_AGENT_OPENAI_PASSTHROUGH .* outside"):
+        get_chat_model(settings.replace(model="m-passthrough-upgraded"))
