@@ -167,12 +167,9 @@ def create_app() -> SelfCheckedApp:
     from aegra_api.main import app as aegra_app
     from aegra_api.services.executor import executor
 
-    from cli import server_runs, server_wait
+    from cli import aegra_adapter
 
-    server_wait.install(
-        executor
-    )  # runs.wait/join notice a run's end within 0.25 s, not at Aegra's next 2 s tick
-    server_runs.install()  # a run's end survives a short Postgres outage; an unfinished run keeps its lease
+    aegra_adapter.install(executor)  # durable run ends, one run per thread, prompt waits (see the module)
     warm_model_client()
 
     replica_id, database_url = os.environ.get(REPLICA_ENV, ""), os.environ.get("DATABASE_URL", "")

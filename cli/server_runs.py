@@ -1,4 +1,4 @@
-"""A run's end survives a short Postgres outage (Aegra 0.11's worker executor, ``kb-agent serve``).
+"""A run's end survives a short Postgres outage (Aegra's worker executor, ``kb-agent serve``).
 
 Found by ``tests/integration/test_serve_postgres_restart.py`` in CI: after a 4 s restart of Postgres under
 load, two runs stayed "running" for good. Aegra writes a run's end (``finalize_run``) once. When Postgres is
@@ -6,7 +6,7 @@ away at that moment the write raises, the worker logs it, and then clears the ru
 which by then succeeds. A "running" row without a lease is one the lease reaper never looks at (it recovers
 expired leases only), so nothing ever ends it, and every ``runs.join`` on it waits until its timeout.
 
-``install`` changes two things and nothing else:
+``cli.aegra_adapter`` installs these into Aegra; this module holds the behaviour, with no Aegra import:
 
 - ``finalize_patiently``: the end is written again, with backoff, for up to 2/3 of the lease (20 s by
   default; past the lease the reaper would take the run anyway), so a restart of a few seconds loses no status;
@@ -138,66 +138,3 @@ class ThreadLocks:
             except RedisError as exc:
                 log.warning("run %s could not renew its thread lock: %s", run_id, exc)
 
-
-def install() -> bool:
-    """Patch Aegra's run executor and worker executor in place; False (nothing changed) without Aegra."""
-    try:
-        from aegra_api.core.orm import Run as RunORM
-        from aegra_api.core.redis_manager import redis_manager
-        from aegra_api.services import run_executor as rx
-        from aegra_api.services import run_status
-        from aegra_api.services import worker_executor as wx
-        from aegra_api.settings import settings
-        from sqlalchemy import update
-    except ImportError:
-        return False
-    needed = ("finalize_run", "execute_run"), ("finalize_run", "execute_run", "_release_lease")
-    if not all(hasattr(rx, n) for n in needed[0]) or not all(hasattr(wx, n) for n in needed[1]):
-        return False  # another Aegra than the one these patches were written against: leave it alone
-    original = run_status.finalize_run
-    patience = max(FIRST_DELAY, settings.worker.LEASE_DURATION_SECONDS * 2 / 3)
-
-    async def finalize_patiently(run_id: str, thread_id: str, **kwargs: Any) -> bool:
-        return await patiently(
-            lambda: original(run_id, thread_id, **kwargs),
-            what=f"recording the end of run {run_id}",
-            patience=patience,
-        )
-
-    async def release_if_final(run_id: str, worker_name: str) -> None:
-        async with wx._get_session_maker()() as session:
-            result = await session.execute(
-                update(RunORM)
-                .where(
-                    RunORM.run_id == run_id,
-                    RunORM.claimed_by == worker_name,
-                    RunORM.status.not_in(run_status.ACTIVE_RUN_STATES),
-                )
-                .values(claimed_by=None, lease_expires_at=None)
-            )
-            await session.commit()
-        if not result.rowcount:  # type: ignore[attr-defined]
-            # Not final (its lease runs out and the reaper takes it), or already another worker's.
-            log.warning("run %s: lease not released (run not final, or no longer this worker's)", run_id)
-
-    lease = settings.worker.LEASE_DURATION_SECONDS
-    shared = redis_manager.get_client if settings.redis.REDIS_BROKER_ENABLED else None
-    locks = ThreadLocks(shared, ttl=min(15.0, max(2.0, lease / 2)))
-    execute_run = rx.execute_run
-
-    async def execute_run_alone(job: Any) -> None:
-        async with locks.hold(job.identity.thread_id, job.identity.run_id):
-            await execute_run(job)
-
-    rx.execute_run = execute_run_alone  # the local executor imports it from here at each run
-    wx.execute_run = execute_run_alone
-    rx.finalize_run = finalize_patiently
-    wx.finalize_run = finalize_patiently
-    wx._release_lease = release_if_final
-    log.info(
-        "kb-agent serve: one run per thread at a time (%s); a run's end is retried for %.1f s; unfinished "
-        "runs keep their lease",
-        "across replicas" if shared else "this process",
-        patience,
-    )
-    return True

@@ -6,7 +6,7 @@ run's row in Postgres every second check. No setting changes that sleep. A run t
 at the next 2 s tick, so on an idle server every turn took about 2 s, and under load every turn paid a
 median 1 s on top of its work (bench/README.md, "where the 2 s floor goes").
 
-``install`` replaces that method on the executor instance with ``wait_until_done``: the same two checks
+``cli.aegra_adapter`` replaces that method on the executor instance with one built on ``wait_until_done``: the same two checks
 (done-key, then the Postgres row as the fallback for a lost key). The done-keys of all waiting requests are
 looked at together, one Redis pipeline every 0.1 s (``cli.server_done_keys``); each request wakes on its own
 key and reads its row every 4 s as before. The run itself, its lease and its recovery are untouched; only how
@@ -16,12 +16,9 @@ soon a waiting request notices the end changes.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
-
-from cli.server_done_keys import DoneKeys
 
 FIRST_DELAY = 0.05  # seconds before a waiter first re-reads its own key (a local event, no Redis)
 MAX_DELAY = 0.25  # the longest a waiter sleeps between two looks at its event, deadline and row
@@ -62,38 +59,3 @@ async def wait_until_done(
         delay = min(delay * BACKOFF, MAX_DELAY)
     raise TimeoutError(f"Run {run_id} did not complete within {timeout}s")
 
-
-def install(executor: Any) -> bool:
-    """Give Aegra's Redis worker executor the faster wait; False (nothing changed) for any other executor."""
-    try:
-        from aegra_api.services import worker_executor as wx
-        from aegra_api.settings import settings
-    except ImportError:
-        return False
-    if not isinstance(executor, wx.WorkerExecutor) or not hasattr(wx, "_is_run_terminal"):
-        return False
-
-    keys = DoneKeys(wx.redis_manager.get_client)
-
-    async def wait_for_completion(run_id: str, *, timeout: float = 300.0) -> None:
-        done_key = f"{settings.redis.REDIS_CHANNEL_PREFIX}done:{run_id}"
-
-        async def run_is_terminal() -> bool:
-            return bool(await wx._is_run_terminal(run_id))
-
-        with keys.watch(done_key) as done:
-
-            async def key_is_set() -> bool:
-                return done.is_set()
-
-            async def sleep(seconds: float) -> None:  # woken early by the shared poll
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(done.wait(), seconds)
-
-            await wait_until_done(
-                run_id, timeout=timeout, key_is_set=key_is_set, run_is_terminal=run_is_terminal, sleep=sleep
-            )
-
-    executor.wait_for_completion = wait_for_completion
-    log.info("kb-agent serve: runs.wait/join look at their done-keys together every %.2f s", keys.tick)
-    return True

@@ -64,15 +64,6 @@ def test_a_cancellation_is_never_retried() -> None:
     assert calls == [1]
 
 
-def test_install_without_aegra_changes_nothing() -> None:
-    try:
-        import aegra_api  # noqa: F401
-    except ImportError:
-        assert server_runs.install() is False
-    else:
-        pytest.skip("aegra_api is installed here: the live server tests cover the patched executor")
-
-
 def test_runs_of_one_thread_take_turns_and_other_threads_do_not_wait() -> None:
     locks, inside, most, order = server_runs.ThreadLocks(), {"t1": 0, "t2": 0}, {"t1": 0, "t2": 0}, []
 

@@ -6,7 +6,6 @@ import asyncio
 
 import pytest
 
-from cli import server_wait
 from cli.server_wait import DB_EVERY, FIRST_DELAY, MAX_DELAY, wait_until_done
 from tests.fixtures.fake_time import FakeTime
 
@@ -68,13 +67,3 @@ def test_times_out_at_the_deadline() -> None:
         )
     assert ft.t == pytest.approx(3.0)
 
-
-def test_install_leaves_other_executors_alone() -> None:
-    class LocalExecutor:
-        async def wait_for_completion(self, run_id: str, *, timeout: float = 300.0) -> None:
-            return None
-
-    executor = LocalExecutor()
-    before = executor.wait_for_completion
-    assert server_wait.install(executor) is False  # also without aegra_api (Python 3.11)
-    assert executor.wait_for_completion == before

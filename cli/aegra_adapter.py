@@ -1,0 +1,190 @@
+"""Everything ``kb-agent serve`` changes inside Aegra, in one place, against one exact Aegra release.
+
+Aegra (``aegra-api``) is the LangGraph-API server ``kb-agent serve`` runs. Three of its behaviours lose
+work or time, and none has a setting, so they are replaced in the running process:
+
+- a run's end (``finalize_run``) is written once: a Postgres restart at that moment leaves the run "running"
+  for good. It is written again with backoff (``cli.server_runs.patiently``);
+- a worker leaving a run clears its lease even when the run is not final, so the lease reaper never hands it
+  back. The lease is now cleared only for a final run;
+- runs of one thread created together execute at once from the same checkpoint, and a confirmed turn is lost.
+  Each run holds its thread's lock (``cli.server_runs.ThreadLocks``) for its whole execution;
+- ``runs.wait`` / ``runs.join`` notice a run's end at the next hard-coded 2 s tick. They now watch the run's
+  done-key with every other waiter, one Redis pipeline per 0.1 s (``cli.server_wait``).
+
+Each replaced or wrapped function is fingerprinted (a hash of its source in :data:`AEGRA_VERSION`): when the
+installed Aegra differs, nothing is patched, the server says so in its log, and
+``tests/unit/cli/test_aegra_adapter.py`` fails, so the adapter is re-checked before a new release is pinned.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import inspect
+import logging
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+from cli.server_done_keys import DoneKeys
+from cli.server_runs import FIRST_DELAY, ThreadLocks, patiently
+from cli.server_wait import wait_until_done
+
+AEGRA_VERSION = "0.11.0"  # pyproject's [server] extra pins exactly this release
+# What the patches rely on, as it reads in AEGRA_VERSION: (module, attribute path) -> sha256 of the source, cut.
+FINGERPRINTS = {
+    ("aegra_api.services.run_status", "finalize_run"): "9055aaf5ffc0bd89",
+    ("aegra_api.services.run_executor", "execute_run"): "ba38cab2b819657d",
+    ("aegra_api.services.worker_executor", "_release_lease"): "91824d750d526d2c",
+    ("aegra_api.services.worker_executor", "_is_run_terminal"): "bdb4445ef3c9fac4",
+    ("aegra_api.services.worker_executor", "WorkerExecutor.wait_for_completion"): "d64940b7ecb0726a",
+}
+
+log = logging.getLogger("kb_agent.serve")
+
+
+def installed_version() -> str | None:
+    try:
+        return version("aegra-api")
+    except PackageNotFoundError:
+        return None
+
+
+def fingerprint(obj: Any) -> str:
+    return hashlib.sha256(inspect.getsource(obj).encode("utf-8")).hexdigest()[:16]
+
+
+def changed() -> list[str]:
+    """What differs from the Aegra the patches were written against (empty: the same code)."""
+    import importlib
+
+    found = installed_version()
+    problems = (
+        []
+        if found == AEGRA_VERSION
+        else [f"aegra-api {found} installed, adapter written for {AEGRA_VERSION}"]
+    )
+    with contextlib.suppress(ImportError):
+        importlib.import_module("aegra_api.main")  # in the order the server loads it (Aegra's own cycles)
+    for (module_name, path), expected in FINGERPRINTS.items():
+        try:
+            obj: Any = importlib.import_module(module_name)
+            for part in path.split("."):
+                obj = getattr(obj, part)
+            got = fingerprint(inspect.unwrap(obj))
+        except (ImportError, AttributeError, OSError, TypeError) as exc:
+            problems.append(f"{module_name}.{path}: {type(exc).__name__}")
+            continue
+        if got != expected:
+            problems.append(f"{module_name}.{path} changed ({got}, expected {expected})")
+    return problems
+
+
+def install(executor: Any) -> bool:
+    """Patch the running Aegra (run executor, worker executor, and ``executor``'s waits); False, with the
+    reason logged, when Aegra is missing or not the release the patches were written against."""
+    try:
+        import aegra_api  # noqa: F401
+    except ImportError:
+        return False
+    problems = changed()
+    if problems:
+        log.error(
+            "kb-agent serve: Aegra is not the release its fixes were written for; none applied: %s", problems
+        )
+        return False
+    _patch_runs()
+    _patch_waits(executor)
+    return True
+
+
+def _patch_runs() -> None:
+    from aegra_api.core.orm import Run as RunORM
+    from aegra_api.core.redis_manager import redis_manager
+    from aegra_api.services import run_executor as rx
+    from aegra_api.services import run_status
+    from aegra_api.services import worker_executor as wx
+    from aegra_api.settings import settings
+    from sqlalchemy import update
+
+    original = run_status.finalize_run
+    patience = max(FIRST_DELAY, settings.worker.LEASE_DURATION_SECONDS * 2 / 3)
+
+    async def finalize_patiently(run_id: str, thread_id: str, **kwargs: Any) -> bool:
+        return await patiently(
+            lambda: original(run_id, thread_id, **kwargs),
+            what=f"recording the end of run {run_id}",
+            patience=patience,
+        )
+
+    async def release_if_final(run_id: str, worker_name: str) -> None:
+        async with wx._get_session_maker()() as session:
+            result = await session.execute(
+                update(RunORM)
+                .where(
+                    RunORM.run_id == run_id,
+                    RunORM.claimed_by == worker_name,
+                    RunORM.status.not_in(run_status.ACTIVE_RUN_STATES),
+                )
+                .values(claimed_by=None, lease_expires_at=None)
+            )
+            await session.commit()
+        if not result.rowcount:  # type: ignore[attr-defined]
+            # Not final (its lease runs out and the reaper takes it), or already another worker's.
+            log.warning("run %s: lease not released (run not final, or no longer this worker's)", run_id)
+
+    lease = settings.worker.LEASE_DURATION_SECONDS
+    shared = redis_manager.get_client if settings.redis.REDIS_BROKER_ENABLED else None
+    locks = ThreadLocks(shared, ttl=min(15.0, max(2.0, lease / 2)))
+    execute_run = rx.execute_run
+
+    async def execute_run_alone(job: Any) -> None:
+        async with locks.hold(job.identity.thread_id, job.identity.run_id):
+            await execute_run(job)
+
+    rx.execute_run = execute_run_alone  # the local executor imports it from here at each run
+    wx.execute_run = execute_run_alone
+    rx.finalize_run = finalize_patiently
+    wx.finalize_run = finalize_patiently
+    wx._release_lease = release_if_final
+    log.info(
+        "kb-agent serve: one run per thread at a time (%s); a run's end is retried for %.1f s; unfinished "
+        "runs keep their lease",
+        "across replicas" if shared else "this process",
+        patience,
+    )
+
+
+def _patch_waits(executor: Any) -> bool:
+    """Give Aegra's Redis worker executor the faster wait; False (nothing changed) for any other executor."""
+    import asyncio
+
+    from aegra_api.services import worker_executor as wx
+    from aegra_api.settings import settings
+
+    if not isinstance(executor, wx.WorkerExecutor):
+        return False
+    keys = DoneKeys(wx.redis_manager.get_client)
+
+    async def wait_for_completion(run_id: str, *, timeout: float = 300.0) -> None:
+        done_key = f"{settings.redis.REDIS_CHANNEL_PREFIX}done:{run_id}"
+
+        async def run_is_terminal() -> bool:
+            return bool(await wx._is_run_terminal(run_id))
+
+        with keys.watch(done_key) as done:
+
+            async def key_is_set() -> bool:
+                return done.is_set()
+
+            async def sleep(seconds: float) -> None:  # woken early by the shared poll
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(done.wait(), seconds)
+
+            await wait_until_done(
+                run_id, timeout=timeout, key_is_set=key_is_set, run_is_terminal=run_is_terminal, sleep=sleep
+            )
+
+    executor.wait_for_completion = wait_for_completion
+    log.info("kb-agent serve: runs.wait/join look at their done-keys together every %.2f s", keys.tick)
+    return True
