@@ -1,4 +1,4 @@
-"""``retrieve``: consult the knowledge base before the model decides, when the question needs it (SPEC §6).
+"""``retrieve``: consult the knowledge base before the model decides, when the question needs it.
 
 The search runs for the user's identity and groups from the run's context. A follow-up question is first
 rewritten into a standalone query (and optionally decomposed) through the configured model, with a
@@ -16,29 +16,19 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.runtime import Runtime
 
 from models import get_chat_model
-from models.intents import find_expression
 from models.rerank import cut_below, reranker_from_setting
 from nodes.context import Context, run_settings
 from nodes.conversation import current_question, last_human_index
 from nodes.node_io import IO, Node, Steps, dual_node
 from nodes.query_planning import planned_queries, retrieve_planned
+from nodes.retrieval_gate import needs_retrieval
 from nodes.settings import Settings
 from nodes.state import State
 from stores.base import Passage, PassageSearch
 from stores.feedback import downweight
-from stores.text_analysis import tokenize
 
 log = logging.getLogger("kb_agent.retrieve")
 KnowledgeSource = PassageSearch | Callable[[Context], PassageSearch | None] | None
-
-
-def needs_retrieval(question: str) -> bool:
-    """Skip the knowledge base for small talk and pure arithmetic: nothing there can help."""
-    words = [w for w in tokenize(question) if not w.replace(".", "").isdigit()]
-    if not words:
-        return False
-    expression = find_expression(question)
-    return expression is None or len(expression) < 0.6 * len(question.replace(" ", ""))
 
 
 def resolve_knowledge(source: KnowledgeSource, ctx: Settings) -> PassageSearch | None:
@@ -65,7 +55,7 @@ def preferred(
     passages: Sequence[Passage], memories: Sequence[Mapping[str, Any]], factor: float
 ) -> list[Passage]:
     """Passages from a folder or access group the user's memories name ("我平时查产品手册") score
-    ``factor`` times higher, once (seed 003's usual category); the rest keep their order."""
+    ``factor`` times higher, once (the category the user asked for most); the rest keep their order."""
     texts = [str(m.get("content", "")).casefold() for m in memories]
     if factor <= 1.0 or not texts or not passages:
         return list(passages)

@@ -1,0 +1,57 @@
+"""The retrieve node's own rule: a calculation is not worth a knowledge-base search, a question is."""
+
+from __future__ import annotations
+
+import pytest
+
+from nodes.retrieval_gate import arithmetic_span, needs_retrieval
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "计算 123 × 456",
+        "算一下 (3 + 4) * 5",
+        "7 乘以 8 等于多少",
+        "100/4 是多少",
+        "把 1,234.5 加上 20",
+        "what is 12 * 30?",
+        "what's 2^10",
+        "3+4",
+        "（18 － 3）÷ 5 ＝ ?",
+        "42",
+    ],
+)
+def test_a_calculation_and_little_else_skips_the_search(question: str) -> None:
+    assert not needs_retrieval(question)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "差旅报销的标准是什么？",
+        "2024-03-15 的会议纪要说了什么",  # a date is not a subtraction
+        "call 555-1234 about the refund policy",  # nor is a phone number
+        "the 09:30 standup notes",  # nor a time
+        "公司 2023 年营收增长了 15% 吗",
+        "版本 1.2.3 的发布说明",
+        "报销比例是 80% 还是 90%",
+        "how many days of annual leave do I get after 3 years?",
+        "计算 (12+8)×3 然后按差旅标准报销多少",  # a calculation inside a real question
+        "what does the policy say about 2 + 2 meetings per week for remote staff in the Berlin office?",
+    ],
+)
+def test_a_question_about_the_documents_is_searched(question: str) -> None:
+    assert needs_retrieval(question)
+
+
+def test_the_span_reads_operator_words_and_ignores_dates() -> None:
+    assert arithmetic_span("7 乘以 8").replace(" ", "") == "7+8"  # an operator word counts as an operator
+    assert arithmetic_span("12 divided by 4").replace(" ", "") == "12+4"
+    assert arithmetic_span("meeting on 2024-03-15") == ""
+    assert arithmetic_span("no numbers here") == ""
+
+
+def test_a_huge_question_is_read_in_linear_time() -> None:
+    question = "1 + " * 20_000 + "1 以及差旅报销的标准"
+    assert needs_retrieval(question) is False  # mostly arithmetic; returns promptly (the regex does not backtrack)
