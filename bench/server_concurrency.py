@@ -49,7 +49,7 @@ sys.path.insert(0, str(ROOT))
 
 from langgraph_sdk import get_sync_client  # noqa: E402
 
-from models.request_reading import split_appended  # noqa: E402
+from models.offline.request_reading import split_appended  # noqa: E402
 from tests.fixtures.in_flight import InFlight  # noqa: E402
 from tests.fixtures.openai_server import OpenAIServer, ScriptedReply  # noqa: E402
 from tests.fixtures.serve import (  # noqa: E402

@@ -13,7 +13,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from graph.builder import build_graph
-from models import OfflineChatModel, get_chat_model
+from models import follows_instructions, get_chat_model
 from models.deadline import invoke_with_timeout
 from models.rerank import parse_json_object
 from nodes import prompts
@@ -47,7 +47,7 @@ def answer_checks(ctx: Settings, kb: Any, queries: list[EvalQuery]) -> dict[str,
     quiet = ctx.replace(long_term_memory=False, checkpoint_prune=False)
     graph = build_graph(InMemorySaver(), memory=None, settings=quiet)
     judge = get_chat_model(ctx)
-    if isinstance(judge, OfflineChatModel):
+    if not follows_instructions(judge):
         judge = None
     good = total = cited = 0
     scores: list[float] = []

@@ -234,11 +234,11 @@ def _cell(value: Any) -> str:
 
 def _eval_planner(ctx: Settings, calls: list[int]) -> Any:
     """Decompose-then-fuse search for ``hybrid+decompose``, counting model calls; None offline."""
-    from models import OfflineChatModel, get_chat_model
+    from models import follows_instructions, get_chat_model
     from nodes.query_planning import plan_queries, retrieve_planned
 
     model = get_chat_model(ctx)
-    if isinstance(model, OfflineChatModel):
+    if not follows_instructions(model):
         return None
 
     def ranked(text: str, search: Any) -> list[tuple[str, float]]:

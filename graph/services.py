@@ -24,7 +24,7 @@ from typing import Any
 from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from models import OfflineChatModel, get_chat_model
+from models import follows_instructions, get_chat_model
 from models.extractive import extractive_summary
 from models.extractor import ModelExtractor
 from nodes import prompts
@@ -87,7 +87,7 @@ def extractor_for(settings: Settings) -> Extractor:
 def summarize(topic: str, passages: list[Passage], settings: Settings) -> dict[str, Any]:
     """The second model call of ``generate_summary``: run and counted apart from the outer loop."""
     model = get_chat_model(settings)
-    if isinstance(model, OfflineChatModel):
+    if not follows_instructions(model):
         return {"summary": extractive_summary(topic, passages), "model_calls": 0, "model": "offline-extractive"}
     lang = "zh" if any("\u4e00" <= ch <= "\u9fff" for ch in topic) else "en"
     body = "\n\n".join(f"[{p.get('id')}] {p.get('text', '')}" for p in passages)

@@ -11,7 +11,16 @@ from models.errors import EndpointSettings, ModelConfigError
 from models.offline import OfflineChatModel
 from models.scripted import ScriptedChatModel, tool_call
 
-__all__ = ["OfflineChatModel", "ScriptedChatModel", "get_chat_model", "tool_call"]
+__all__ = ["OfflineChatModel", "ScriptedChatModel", "follows_instructions", "get_chat_model", "tool_call"]
+
+
+def follows_instructions(model: BaseChatModel | None) -> bool:
+    """Whether ``model`` can do work asked for in words — rewrite a query, write a summary, judge an answer.
+
+    A model says it cannot with a false ``follows_instructions`` attribute (the offline rule model does);
+    callers then take their non-model path (no rewrite, an extractive summary, no judge).
+    """
+    return model is not None and bool(getattr(model, "follows_instructions", True))
 
 
 # One client per endpoint, even when the first rounds of many runs start together.

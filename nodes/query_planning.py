@@ -17,8 +17,8 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
+from models import follows_instructions
 from models.deadline import ModelTimeout, ainvoke_with_timeout, invoke_with_timeout
-from models.offline import OfflineChatModel
 from models.rerank import MAX_REPLY_CHARS, parse_json_object
 from nodes import prompts
 from nodes.conversation import language
@@ -161,7 +161,7 @@ def planned_queries(
     A generator of its model calls, for a node body to ``yield from``; :func:`plan_queries` runs it blocking.
     """
     question = question.strip()
-    if model is None or isinstance(model, OfflineChatModel) or not question:
+    if not follows_instructions(model) or not question:
         return QueryPlan(question, question, [question] if question else [], 0, [])
     lang = language(question)
     calls = 0

@@ -32,7 +32,7 @@ from langchain_core.messages import (
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
-from models import OfflineChatModel, get_chat_model
+from models import follows_instructions, get_chat_model
 from models.deadline import await_with_deadline, call_with_deadline
 from models.summarizers import ModelSummarizer, Summarizer, offline_summarizer
 from models.summary import summary_language
@@ -251,7 +251,7 @@ def make_summarize(
     def pick(ctx: Settings) -> Summarizer:
         if summarizer is not None:
             return summarizer
-        if isinstance(model, OfflineChatModel) or (model is None and ctx.uses_offline_model):
+        if (model is not None and not follows_instructions(model)) or (model is None and ctx.uses_offline_model):
             return offline_summarizer
         return model_summarizer(model if model is not None else get_chat_model(ctx))
 
@@ -261,7 +261,7 @@ def make_summarize(
         if current < 0:
             return {}
         ctx = run_settings(runtime, deployment)
-        name = OFFLINE_MODEL if isinstance(model, OfflineChatModel) else getattr(model, "model_name", None)
+        name = getattr(model, "model_name", None)
         limits = settings or HistoryLimits.from_context(ctx, name)
         update: dict[str, Any] = {}
         covered, corrupt = checked_covers(messages, state.summary_covers)

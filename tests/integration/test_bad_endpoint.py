@@ -18,7 +18,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from graph.builder import build_graph
 from models.errors import ModelError
-from models.request_reading import split_appended
+from models.offline.request_reading import split_appended
 from nodes.settings import Settings
 from tests.fixtures.openai_server import OpenAIServer, ScriptedReply
 from tools.builtin import builtin_registry

@@ -22,7 +22,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from graph.builder import build_graph
 from graph.services import RunMemory
-from models.request_reading import split_appended
+from models.offline.request_reading import split_appended
 from tests.fixtures.in_flight import InFlight
 from tests.fixtures.openai_server import OpenAIServer, ScriptedReply
 

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from models import intents
-from models.intents import Step
+from models.offline import intents
+from models.offline.intents import Step
 from tools.calculator import evaluate
 
 ALL = {"calculator", "get_current_date"}

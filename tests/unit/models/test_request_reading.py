@@ -5,7 +5,7 @@ from __future__ import annotations
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from models import OfflineChatModel, tool_call
-from models.request_reading import read_request, split_appended
+from models.offline.request_reading import read_request, split_appended
 from nodes import prompts
 from nodes.history import request
 

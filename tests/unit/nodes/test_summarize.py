@@ -23,7 +23,7 @@ from langgraph.graph import add_messages
 from langgraph.runtime import Runtime
 
 from models import ScriptedChatModel
-from models.earlier_calculation import earlier_calculation
+from models.offline.earlier_calculation import earlier_calculation
 from models.summarizers import checked_summary
 from models.summary import extractive_summary, has_sections, verbatim_tokens
 from models.tokens import count_message_tokens, count_tool_tokens

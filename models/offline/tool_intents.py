@@ -11,7 +11,7 @@ import json
 import re
 from typing import Any
 
-from models.intents import Step
+from models.offline.intents import Step
 from models.tokens import has_cjk
 
 _EXPLICIT = re.compile(

@@ -15,7 +15,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from models.extractive import RELEVANCE_CUT, answer_from_passages, summary_head
-from models.intents import Step
+from models.offline.intents import Step
 from models.tokens import has_cjk
 from stores.text_analysis import tokenize
 

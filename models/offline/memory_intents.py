@@ -14,7 +14,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, SystemMessage
 
-from models.intents import Step
+from models.offline.intents import Step
 from stores.memory.checks import LABELS, has_forget_intent, has_remember_intent
 from stores.memory.extraction import OfflineExtractor
 from stores.memory.rules import ExtractionRequest, content_problem

@@ -1,7 +1,7 @@
 """The offline model: a real, deterministic ``BaseChatModel`` that needs no endpoint.
 
 It is what runs with zero configuration, what the README's first command and the graph's tests use. It
-decides from the conversation by rule (see ``models.intents``), calls only the tools it was bound
+decides from the conversation by rule (see ``models.offline.intents``), calls only the tools it was bound
 with, and marks every answer ``response_metadata["offline"] = True`` so nobody mistakes it for an LLM.
 """
 
@@ -10,16 +10,16 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGenerationChunk
 
-from models import intents, kb_intents, memory_intents, tool_intents
-from models.earlier_calculation import earlier_calculation
 from models.local import LocalChatModel, openai_tools
-from models.request_reading import read_request
+from models.offline import intents, kb_intents, memory_intents, tool_intents
+from models.offline.earlier_calculation import earlier_calculation
+from models.offline.request_reading import read_request
 from models.tokens import count_message_tokens, estimate_tokens, has_cjk
 
 OFFLINE_MODEL_NAME = "kb-agent-offline"
@@ -43,6 +43,8 @@ class OfflineChatModel(LocalChatModel):
     """Rule-based stand-in for an LLM: arithmetic → ``calculator``, dates → ``get_current_date``."""
 
     model_name: str = OFFLINE_MODEL_NAME
+    # Its rules answer recognisable requests only: free-form work (rewrite, summarise, judge) is not asked of it.
+    follows_instructions: ClassVar[bool] = False
 
     @property
     def _llm_type(self) -> str:
