@@ -1,4 +1,4 @@
-"""Rerankers: re-score the fused candidates against the question (SPEC §6, seed 001 "重排序").
+"""Rerankers: re-score the fused candidates against the question.
 
 Off by default: no PyPI package ships reranker weights, so a reranker is either a ``/rerank`` endpoint
 (Jina, Cohere, vLLM, DashScope-compatible) or the configured chat model. Either way a failure keeps

@@ -34,7 +34,7 @@ def earlier_calculation(question: str, messages: Sequence[BaseMessage]) -> str |
     """An expression for "把第一个问题的结果乘以 2" from results of earlier turns (the summary included).
 
     The offline model's way to answer a question that depends on an earlier one after that one was
-    folded into the summary (seed 003 §5.2 scenario 4).
+    folded into the running summary.
     """
     first = _FIRST_REF.search(question)
     if not first and not _LAST_REF.search(question):

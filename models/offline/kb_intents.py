@@ -1,4 +1,4 @@
-"""The offline model's knowledge-base rules (seed 003's four tools and its integration scenarios).
+"""The offline model's knowledge-base rules (the four knowledge tools and the requests that reach them).
 
 "知识库里有多少文档？" → ``knowledge_stats``; "搜一下…有没有 RAG 相关文档，有的话整理成摘要" → ``search_knowledge``
 then (only if something was found) ``generate_summary``; "刚才那个回答不太准确" → ``submit_feedback(bad)``.
