@@ -29,6 +29,7 @@ from nodes.settings_sources import (
     FileSource,
     default_settings,
     masked,
+    refuse_unknown,
     setting_fields,
     supplied,
 )
@@ -377,6 +378,7 @@ class Settings(BaseSettings):
             raise ConfigError(_one_line(exc, ARGUMENT)) from None
         finally:
             supplied.reset(token)
+        refuse_unknown(type(self), os.environ, frozenset({self.api_key_env}))
         given = {"data_dir" if k == "KB_AGENT_HOME" else k for k in values}
         env, file = seen.get(ENVIRONMENT, set()), seen.get(FILE, set())
         self._sources = {

@@ -6,6 +6,7 @@ optional TOML file (``KB_AGENT_CONFIG``), each remembering which settings it sup
 from __future__ import annotations
 
 import contextvars
+import difflib
 import functools
 import os
 import tomllib
@@ -23,6 +24,19 @@ if TYPE_CHECKING:
 ENV_PREFIX = "KB_AGENT_"
 CONFIG_FILE_ENV = "KB_AGENT_CONFIG"
 T = TypeVar("T")
+
+# ``KB_AGENT_*`` variables that are not settings: secrets and server wiring read where they are used.
+# Any other ``KB_AGENT_*`` variable is a typo or a setting that no longer exists, and is refused.
+OTHER_VARIABLES = frozenset(
+    {
+        CONFIG_FILE_ENV,
+        "KB_AGENT_API_KEY",  # the model endpoint's key, kept out of the settings so it is never shown
+        "KB_AGENT_API_TOKENS",  # the server's bearer tokens
+        "KB_AGENT_REDIS_URL",  # the server's run queue across workers
+        "KB_AGENT_SERVE_SELF_CHECK",  # set by `kb-agent serve` for its workers
+        "KB_AGENT_SERVE_REPLICA_ID",  # set by `kb-agent serve` for its workers
+    }
+)
 
 DEFAULT, FILE, ENVIRONMENT, ARGUMENT = "default", "file", "environment", "argument"
 
@@ -157,6 +171,18 @@ def masked(value: Any) -> Any:
 
 
 _defaults: dict[type, tuple[tuple[Any, ...], Any]] = {}
+
+
+def refuse_unknown(cls: type, environ: Any, also: frozenset[str] = frozenset()) -> None:
+    """A ``KB_AGENT_*`` variable that names no setting would be silently ignored: refuse it by name.
+    ``also`` are variables this deployment's settings name (the one holding the API key)."""
+    known = {env for _, env, _, _ in setting_fields(cls)} | also
+    for name in environ:
+        if name.startswith(ENV_PREFIX) and name not in known and name not in OTHER_VARIABLES:
+            suffixes = sorted(v.removeprefix(ENV_PREFIX) for v in known | OTHER_VARIABLES)
+            close = difflib.get_close_matches(name.removeprefix(ENV_PREFIX), suffixes, n=1, cutoff=0.75)
+            hint = f" (did you mean {ENV_PREFIX}{close[0]}?)" if close else ""
+            raise ConfigError(f"{name} (environment): unknown setting{hint}")
 
 
 @functools.cache

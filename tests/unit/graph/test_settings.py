@@ -157,11 +157,27 @@ def test_empty_variable_of_a_non_string_setting_means_unset(monkeypatch: pytest.
     assert settings.max_rounds == 10 and settings.rewrite_query is True
 
 
-def test_other_kb_agent_variables_are_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_kb_agent_variables_that_are_not_settings_are_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KB_AGENT_API_TOKENS", "x")
-    monkeypatch.setenv("KB_AGENT_SERVE_PORT", "1")
-    monkeypatch.setenv("KB_AGENT_NOT_A_SETTING", "1")
+    monkeypatch.setenv("KB_AGENT_API_KEY", "k")
+    monkeypatch.setenv("KB_AGENT_REDIS_URL", "redis://127.0.0.1:1")
+    monkeypatch.setenv("OTHER_TOOL_TOP_K", "x")
     assert Settings().max_rounds == 10
+
+
+@pytest.mark.parametrize(
+    ("variable", "hint"),
+    [("KB_AGENT_TOPK", "KB_AGENT_TOP_K"), ("KB_AGENT_MAX_ROUND", "KB_AGENT_MAX_ROUNDS"), ("KB_AGENT_ZZZ", None)],
+)
+def test_an_unknown_kb_agent_variable_is_refused_by_name(
+    monkeypatch: pytest.MonkeyPatch, variable: str, hint: str | None
+) -> None:
+    monkeypatch.setenv(variable, "3")
+    with pytest.raises(ConfigError) as info:
+        Settings()
+    message = str(info.value)
+    assert message.startswith(f"{variable} (environment): unknown setting") and "\n" not in message
+    assert (f"did you mean {hint}?" in message) if hint else "did you mean" not in message
 
 
 def test_unknown_or_badly_typed_arguments_are_config_errors() -> None:
@@ -191,3 +207,9 @@ def test_current_is_reused_while_the_environment_is_unchanged(monkeypatch: pytes
     assert Settings.current() is first
     monkeypatch.setenv("KB_AGENT_TOP_K", "6")
     assert Settings.current().top_k == 6
+
+
+def test_the_variable_named_to_hold_the_api_key_is_not_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KB_AGENT_API_KEY_ENV", "KB_AGENT_DASHSCOPE_KEY")
+    monkeypatch.setenv("KB_AGENT_DASHSCOPE_KEY", "sk-x")
+    assert Settings().api_key == "sk-x"
