@@ -152,12 +152,12 @@ def warm_model_client() -> None:
     first use it landed on the first runs, all stalled behind it (bench/README.md, "where the CPU goes").
     """
     try:
-        from models import get_chat_model
+        from graph.services import ROOT
         from nodes.settings import Settings
 
         settings = Settings.current()
         if not settings.uses_offline_model:
-            get_chat_model(settings)  # cached: the runs get this same client
+            ROOT.chat_models(settings)  # the runs get this same client
     except Exception:  # a bad model setting is reported by the run that uses it, with its own message
         log.warning("could not prepare the model client at start", exc_info=True)
 

@@ -133,9 +133,10 @@ def build_builder(
     # Bad feedback down-weights chunks of the deployment's own knowledge base only.
     own = isinstance(knowledge, DeploymentKnowledge)
     penalties = knowledge.penalties if own else None
-    builder.add_node("retrieve", make_retrieve(knowledge, model, settings, penalties))
-    builder.add_node("summarize", make_summarize(registry, model, deployment=settings))
-    builder.add_node("agent", make_agent(registry, model, settings))
+    models = ROOT.chat_models  # the process's clients: a run picks its model, the client is shared
+    builder.add_node("retrieve", make_retrieve(knowledge, model, settings, penalties, chat_models=models))
+    builder.add_node("summarize", make_summarize(registry, model, deployment=settings, chat_models=models))
+    builder.add_node("agent", make_agent(registry, model, settings, chat_models=models))
     builder.add_node("tools", make_tools(registry, settings, effects=lambda s: ROOT.services(s).tool_effects()))
     builder.add_node("update_memory", make_update_memory(memory, settings))
 

@@ -24,7 +24,7 @@ from typing import Any
 from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from models import follows_instructions, get_chat_model
+from models import ChatModelFactory, ChatModels, follows_instructions, get_chat_model
 from models.extractive import extractive_summary
 from models.extractor import ModelExtractor
 from nodes import prompts
@@ -77,16 +77,18 @@ def service_key(settings: Settings) -> tuple[Any, ...]:
     return (*values, endpoint)
 
 
-def extractor_for(settings: Settings) -> Extractor:
+def extractor_for(settings: Settings, chat_models: ChatModelFactory) -> Extractor:
     """Memory extraction by the configured model when there is one, else by the offline rules."""
     if settings.uses_offline_model:
         return OfflineExtractor()
-    return ModelExtractor(get_chat_model(settings), timeout=settings.model_timeout)
+    return ModelExtractor(chat_models(settings), timeout=settings.model_timeout)
 
 
-def summarize(topic: str, passages: list[Passage], settings: Settings) -> dict[str, Any]:
+def summarize(
+    topic: str, passages: list[Passage], settings: Settings, chat_models: ChatModelFactory
+) -> dict[str, Any]:
     """The second model call of ``generate_summary``: run and counted apart from the outer loop."""
-    model = get_chat_model(settings)
+    model = chat_models(settings)
     if not follows_instructions(model):
         return {"summary": extractive_summary(topic, passages), "model_calls": 0, "model": "offline-extractive"}
     lang = "zh" if any("\u4e00" <= ch <= "\u9fff" for ch in topic) else "en"
@@ -107,9 +109,12 @@ class Services:
     """One deployment's open services, each opened on first use (a CLI command that only lists feedback
     never loads an embedder) and kept until :meth:`close`."""
 
-    def __init__(self, settings: Settings, pools: Callable[[str, str], Any]) -> None:
+    def __init__(
+        self, settings: Settings, pools: Callable[[str, str], Any], chat_models: ChatModelFactory = get_chat_model
+    ) -> None:
         self.settings = settings
         self._pools = pools  # (url, setting) -> the root's pool for that database, or None
+        self._chat_models = chat_models  # the root's clients, shared by every deployment of the process
         self._lock = threading.RLock()
         self._knowledge: Any = None
         self._feedback: FeedbackStore | None = None
@@ -222,7 +227,7 @@ class Services:
                     embedder=embedder_for(s),
                     chroma_url=s.chroma_url,
                     database_url=s.database_url,
-                    extractor=extractor_for(run),
+                    extractor=extractor_for(run, self._chat_models),
                     ttl_days={"episodic": days} if days > 0 else None,
                     pool=self._pool(s.database_url),
                 )
@@ -275,6 +280,7 @@ class Root:
         self._pools: dict[str, Any] = {}
         self._mcp: dict[str, Any] = {}
         self._mcp_lock = threading.Lock()  # starting servers takes seconds: not under the services' lock
+        self.chat_models = ChatModels()  # one client per model endpoint, whichever deployment or run asks
 
     def mcp(self, config_path: str) -> Any:
         """The MCP servers of ``config_path``, started once: every registry built reuses their sessions.
@@ -299,7 +305,7 @@ class Root:
         with self._lock:
             found = self._services.get(key)
             if found is None:
-                found = self._services[key] = Services(settings, self.pool)
+                found = self._services[key] = Services(settings, self.pool, self.chat_models)
             return found
 
     def pool(self, url: str, setting: str = DATABASE_SETTING) -> Any:
@@ -330,6 +336,7 @@ class Root:
             manager.close()
         for pool in pools:
             pool.close()
+        self.chat_models.clear()
 
 
 ROOT = Root()
@@ -346,7 +353,7 @@ def knowledge_services(root: Root = ROOT) -> KnowledgeServices:
     return KnowledgeServices(
         knowledge=lambda settings: root.services(settings).knowledge(),
         feedback=lambda settings: root.services(settings).feedback(),
-        summarize=summarize,
+        summarize=lambda topic, passages, settings: summarize(topic, passages, settings, root.chat_models),
         penalties=lambda settings: root.services(settings).feedback_penalties(),
     )
 

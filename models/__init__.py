@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import threading
-from functools import lru_cache
+from collections.abc import Callable
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
@@ -11,7 +12,19 @@ from models.errors import EndpointSettings, ModelConfigError
 from models.offline import OfflineChatModel
 from models.scripted import ScriptedChatModel, tool_call
 
-__all__ = ["OfflineChatModel", "ScriptedChatModel", "follows_instructions", "get_chat_model", "tool_call"]
+__all__ = [
+    "ChatModelFactory",
+    "ChatModels",
+    "OfflineChatModel",
+    "ScriptedChatModel",
+    "follows_instructions",
+    "get_chat_model",
+    "tool_call",
+]
+
+
+ChatModelFactory = Callable[[EndpointSettings], BaseChatModel]
+"""Gives the chat model a run asks for: :class:`ChatModels` (shared clients) or :func:`get_chat_model`."""
 
 
 def follows_instructions(model: BaseChatModel | None) -> bool:
@@ -23,13 +36,14 @@ def follows_instructions(model: BaseChatModel | None) -> bool:
     return model is not None and bool(getattr(model, "follows_instructions", True))
 
 
-# One client per endpoint, even when the first rounds of many runs start together.
-_BUILDING = threading.Lock()
-
-
-@lru_cache(maxsize=16)
-def _openai_model(
-    model: str, base_url: str, api_key: str, temperature: float, timeout: float, retries: int, passthrough: bool
+def _build_openai(
+    model: str,
+    base_url: str,
+    api_key: str,
+    temperature: float,
+    timeout: float,
+    retries: int,
+    passthrough: bool,
 ) -> BaseChatModel:
     if passthrough:  # an operator's opt-in: it leans on langchain-openai internals, checked against the pin
         from models.openai_chat import PassThroughChatOpenAI, check_passthrough_versions
@@ -51,10 +65,8 @@ def _openai_model(
     )
 
 
-def get_chat_model(context: EndpointSettings) -> BaseChatModel:
-    """The model this run asked for: the offline model, or the configured OpenAI-compatible endpoint."""
-    if context.uses_offline_model:
-        return OfflineChatModel()
+def _endpoint(context: EndpointSettings) -> tuple[str, str, str, float, float, int, bool]:
+    """What the client of ``context``'s endpoint is built from; ``ModelConfigError`` when it cannot be."""
     key = context.api_key
     if not key:
         if not context.base_url:
@@ -63,16 +75,51 @@ def get_chat_model(context: EndpointSettings) -> BaseChatModel:
                 "or set KB_AGENT_BASE_URL to a local endpoint, or unset KB_AGENT_MODEL to use the offline model"
             )
         key = "not-needed"  # local servers (vLLM, Ollama, llama.cpp) accept any key
-    # lru_cache does not hold back concurrent misses: without the lock, the first round of 50 runs at once
-    # built one ChatOpenAI (with two SSL contexts) per thread of the node pool (bench/README.md, "where the
-    # CPU goes"). Held for a dictionary look-up once the client exists.
-    with _BUILDING:
-        return _openai_model(
-            context.model_name,
-            context.base_url,
-            key,
-            context.temperature,
-            context.model_timeout,
-            context.model_max_retries,
-            context.openai_passthrough,
-        )
+    return (
+        context.model_name,
+        context.base_url,
+        key,
+        context.temperature,
+        context.model_timeout,
+        context.model_max_retries,
+        context.openai_passthrough,
+    )
+
+
+def get_chat_model(context: EndpointSettings) -> BaseChatModel:
+    """A new client for the model ``context`` asks for (the offline model, or its OpenAI-compatible
+    endpoint). For one-off callers; a process that runs turns asks its :class:`ChatModels`."""
+    if context.uses_offline_model:
+        return OfflineChatModel()
+    return _build_openai(*_endpoint(context))
+
+
+class ChatModels:
+    """The chat-model clients of one process, one per endpoint (model, URL, key, call settings), owned by
+    the composition root that opened it. A run may pick its model, so the client is chosen per call.
+
+    Built under a lock: the first round of many runs at once would otherwise build one client (with two
+    SSL contexts) per thread of the node pool. The lock is held for a dictionary look-up once it exists.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._clients: dict[tuple[Any, ...], BaseChatModel] = {}
+
+    def __call__(self, context: EndpointSettings) -> BaseChatModel:
+        if context.uses_offline_model:
+            return OfflineChatModel()
+        endpoint = _endpoint(context)
+        with self._lock:
+            client = self._clients.get(endpoint)
+            if client is None:
+                client = self._clients[endpoint] = _build_openai(*endpoint)
+            return client
+
+    def __len__(self) -> int:
+        return len(self._clients)
+
+    def clear(self) -> None:
+        """Forget every client (a rotated key or a closed root gets new ones)."""
+        with self._lock:
+            self._clients.clear()

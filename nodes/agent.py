@@ -18,7 +18,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import Runnable
 from langgraph.runtime import Runtime
 
-from models import get_chat_model
+from models import ChatModelFactory, get_chat_model
 from models.deadline import ModelTimeout, await_with_deadline, call_with_deadline
 from models.errors import ModelError, describe_model_error
 from models.local import LocalChatModel
@@ -69,9 +69,14 @@ def with_call_ids(response: AIMessage) -> AIMessage:
 
 
 def make_agent(
-    registry: ToolRegistry, model: BaseChatModel | None = None, deployment: Settings | None = None
+    registry: ToolRegistry,
+    model: BaseChatModel | None = None,
+    deployment: Settings | None = None,
+    *,
+    chat_models: ChatModelFactory = get_chat_model,
 ) -> Node:
-    """The agent node over ``registry``; ``model`` overrides the per-run choice (tests, benchmarks)."""
+    """The agent node over ``registry``; ``model`` overrides the per-run choice (tests, benchmarks), which
+    is otherwise ``chat_models(run)`` (the composition root's shared clients)."""
 
     def agent(state: State, runtime: Runtime[Context]) -> Steps:
         ctx = run_settings(runtime, deployment)
@@ -100,7 +105,7 @@ def make_agent(
             memories=state.memories,
             passages=state.passages,
         )
-        chat = model or get_chat_model(ctx)
+        chat = model or chat_models(ctx)
         definitions = offered_definitions(registry, state.messages, ctx)
         bound = chat.bind_tools(definitions) if definitions else chat
         started = time.perf_counter()

@@ -15,7 +15,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langgraph.runtime import Runtime
 
-from models import get_chat_model
+from models import ChatModelFactory, get_chat_model
 from models.rerank import cut_below, reranker_from_setting
 from nodes.context import Context, run_settings
 from nodes.conversation import current_question, last_human_index
@@ -80,6 +80,8 @@ def make_retrieve(
     model: BaseChatModel | None = None,
     deployment: Settings | None = None,
     penalties: Penalties | None = None,
+    *,
+    chat_models: ChatModelFactory = get_chat_model,
 ) -> Node:
     """The node; ``penalties`` gives the chunks bad feedback down-weights (``KB_AGENT_FEEDBACK_PENALTY``).
 
@@ -97,7 +99,7 @@ def make_retrieve(
             return {"passages": []}
         groups = ctx.group_list
         history = state.messages[: max(0, last_human_index(state.messages))]
-        chat = model if model is not None else (None if ctx.uses_offline_model else get_chat_model(ctx))
+        chat = model if model is not None else (None if ctx.uses_offline_model else chat_models(ctx))
 
         # The rewrite and decomposition calls are awaited under ainvoke; the rest is blocking work.
         plan = yield from planned_queries(

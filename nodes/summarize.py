@@ -32,7 +32,7 @@ from langchain_core.messages import (
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
-from models import follows_instructions, get_chat_model
+from models import ChatModelFactory, follows_instructions, get_chat_model
 from models.deadline import await_with_deadline, call_with_deadline
 from models.summarizers import ModelSummarizer, Summarizer, offline_summarizer
 from models.summary import summary_language
@@ -243,9 +243,10 @@ def make_summarize(
     summarizer: Summarizer | None = None,
     settings: HistoryLimits | None = None,
     deployment: Settings | None = None,
+    chat_models: ChatModelFactory = get_chat_model,
 ) -> Node:
-    """The node. ``model`` is the graph's fixed chat model (if any); ``summarizer`` and ``settings``
-    override the per-run choices (tests, benchmarks)."""
+    """The node. ``model`` is the graph's fixed chat model (if any), else ``chat_models(run)`` picks it;
+    ``summarizer`` and ``settings`` override the per-run choices (tests, benchmarks)."""
     failed_turns: dict[str, None] = {}  # one failed summary attempt per turn, not one per model round
 
     def pick(ctx: Settings) -> Summarizer:
@@ -253,7 +254,7 @@ def make_summarize(
             return summarizer
         if (model is not None and not follows_instructions(model)) or (model is None and ctx.uses_offline_model):
             return offline_summarizer
-        return model_summarizer(model if model is not None else get_chat_model(ctx))
+        return model_summarizer(model if model is not None else chat_models(ctx))
 
     def summarize(state: State, runtime: Runtime[Context]) -> Steps:
         messages = state.messages

@@ -7,7 +7,7 @@ import logging
 import pytest
 
 from cli.server_app import warm_model_client
-from models import _openai_model, get_chat_model
+from graph.services import ROOT
 from nodes.settings import Settings
 
 LOCAL = "http://127.0.0.1:8000/v1"
@@ -15,7 +15,7 @@ LOCAL = "http://127.0.0.1:8000/v1"
 
 @pytest.fixture(autouse=True)
 def fresh_clients() -> None:
-    _openai_model.cache_clear()
+    ROOT.chat_models.clear()
 
 
 def test_the_configured_endpoint_client_is_built_at_start_and_reused_by_runs(
@@ -25,16 +25,17 @@ def test_the_configured_endpoint_client_is_built_at_start_and_reused_by_runs(
     monkeypatch.setenv("KB_AGENT_BASE_URL", LOCAL)
     monkeypatch.setenv("KB_AGENT_API_KEY", "sk-test")
     warm_model_client()
-    assert _openai_model.cache_info().currsize == 1
-    built = get_chat_model(Settings.current())  # what a run asks for
-    assert _openai_model.cache_info().hits >= 1 and _openai_model.cache_info().currsize == 1
+    assert len(ROOT.chat_models) == 1
+    warmed = next(iter(ROOT.chat_models._clients.values()))
+    built = ROOT.chat_models(Settings.current())  # what a run asks for
+    assert built is warmed and len(ROOT.chat_models) == 1
     assert built.model_name == "qwen-plus"
 
 
 def test_the_offline_model_needs_no_client(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KB_AGENT_MODEL", "offline")
     warm_model_client()
-    assert _openai_model.cache_info().currsize == 0
+    assert len(ROOT.chat_models) == 0
 
 
 def test_a_bad_model_setting_does_not_stop_the_server_it_is_left_to_the_run(
@@ -45,5 +46,5 @@ def test_a_bad_model_setting_does_not_stop_the_server_it_is_left_to_the_run(
     monkeypatch.setenv("KB_AGENT_MODEL", "gpt-4o")  # no key, no local endpoint: a run reports it
     with caplog.at_level(logging.WARNING, logger="kb_agent.serve"):
         warm_model_client()
-    assert _openai_model.cache_info().currsize == 0
+    assert len(ROOT.chat_models) == 0
     assert "could not prepare the model client" in caplog.text

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import functools
-
 import pytest
 from langchain_openai import ChatOpenAI
 
-from models import OfflineChatModel, get_chat_model
+from models import ChatModels, OfflineChatModel, get_chat_model
 from models.errors import ModelConfigError
 from nodes.settings import Settings
 
@@ -126,12 +124,36 @@ def test_named_key_wins_over_openai_api_key(monkeypatch: pytest.MonkeyPatch) -> 
 
 def test_same_settings_reuse_one_client(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KB_AGENT_API_KEY", "sk-test")
-    first = get_chat_model(Settings(model="gpt-4o", base_url=LOCAL))
-    assert get_chat_model(Settings(model="gpt-4o", base_url=LOCAL)) is first
-    assert get_chat_model(Settings(model="gpt-4o-mini", base_url=LOCAL)) is not first
+    clients = ChatModels()
+    first = clients(Settings(model="gpt-4o", base_url=LOCAL))
+    assert clients(Settings(model="gpt-4o", base_url=LOCAL)) is first
+    assert clients(Settings(model="gpt-4o-mini", base_url=LOCAL)) is not first
     monkeypatch.setenv("KB_AGENT_API_KEY", "sk-rotated")
-    rotated = get_chat_model(Settings(model="gpt-4o", base_url=LOCAL))
+    rotated = clients(Settings(model="gpt-4o", base_url=LOCAL))
     assert rotated is not first and _key(rotated) == "sk-rotated"
+    assert len(clients) == 3
+    clients.clear()
+    assert len(clients) == 0 and clients(Settings(model="gpt-4o", base_url=LOCAL)) is not rotated
+
+
+def test_a_one_off_caller_gets_its_own_client(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KB_AGENT_API_KEY", "sk-test")
+    ctx = Settings(model="gpt-4o", base_url=LOCAL)
+    assert get_chat_model(ctx) is not get_chat_model(ctx)
+
+
+def test_the_root_shares_its_clients_across_deployments(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    """Two deployments (data dirs) on one endpoint share the client; the root's close forgets it."""
+    from graph.services import Root
+
+    monkeypatch.setenv("KB_AGENT_API_KEY", "sk-test")
+    root = Root()
+    one = Settings(model="gpt-4o", base_url=LOCAL, data_dir=str(tmp_path / "a"))
+    two = Settings(model="gpt-4o", base_url=LOCAL, data_dir=str(tmp_path / "b"))
+    assert root.services(one) is not root.services(two)
+    assert root.chat_models(one) is root.chat_models(two)
+    root.close()
+    assert len(root.chat_models) == 0
 
 
 def test_offline_models_are_fresh_instances() -> None:
@@ -145,23 +167,23 @@ def test_runs_starting_together_share_one_client(monkeypatch: pytest.MonkeyPatch
 
     import models
 
-    models._openai_model.cache_clear()
     built: list[str] = []
     entered = threading.Barrier(6, timeout=5)
-    real = models._openai_model.__wrapped__
+    real = models._build_openai
 
     def slow_build(*args: object) -> ChatOpenAI:
         built.append("x")
         return real(*args)
 
-    monkeypatch.setattr(models, "_openai_model", functools.lru_cache(maxsize=16)(slow_build))
+    monkeypatch.setattr(models, "_build_openai", slow_build)
+    clients = ChatModels()
     ctx = Settings(model="qwen-plus", base_url=LOCAL)
 
     def first_round(_: int) -> ChatOpenAI:
         entered.wait()  # all six ask at the same moment, as the node pool's threads do
-        return get_chat_model(ctx)
+        return clients(ctx)
 
     with ThreadPoolExecutor(6) as pool:
-        clients = list(pool.map(first_round, range(6)))
+        got = list(pool.map(first_round, range(6)))
     assert len(built) == 1
-    assert all(c is clients[0] for c in clients)
+    assert all(c is got[0] for c in got)
