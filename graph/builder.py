@@ -125,6 +125,7 @@ def build_builder(
     dir, if anything was ingested), or None for none. ``settings`` is the deployment (None: read from the
     environment); a run's context may only adjust it within its caps (``nodes.context``).
     """
+    settings = settings if settings is not None else Settings.current()  # read once, here, not per run
     if registry is None:
         registry = app_registry(settings, memory=tool_memory(memory))
     add_find_tools(registry)  # a catalog too big to bind whole gets the find_tools meta-tool
@@ -190,6 +191,7 @@ def build_graph(
     settings: Settings | None = None,
 ) -> CompiledStateGraph:
     """The compiled agent. Pass a checkpointer to keep threads (``stores.checkpoint.open_checkpointer``)."""
+    settings = settings if settings is not None else Settings.current()
     builder = build_builder(model=model, registry=registry, knowledge=knowledge, memory=memory, settings=settings)
     compiled = builder.compile(checkpointer=checkpointer, store=store, name="kb-agent")
     attrs = {k: v for k, v in compiled.__dict__.items() if k != "__orig_class__"}  # as ``Pregel.copy`` does
