@@ -242,6 +242,8 @@ class ToolExecutor:
             )
         except Exception as exc:  # every failure becomes a message the model can act on
             message = _describe_failure(call, exc, self._timeout_for(call))
+            if not isinstance(exc, ToolError | ValueError | TimeoutError | asyncio.TimeoutError):
+                log.error("run=%s tool=%s call_id=%s failed", context.run_id or "-", call.name, call.id, exc_info=exc)
             outcome = ToolOutcome(call.id, call.name, f"Error: {message}", "error", _ms(started), message)
             emit({**event, "status": "error", "error": message, "duration_ms": outcome.duration_ms})
         else:
@@ -342,7 +344,12 @@ def _describe_failure(call: ToolCallRequest, exc: Exception, timeout: float) -> 
         return str(exc)
     if isinstance(exc, ValueError):
         return f"tool {call.name!r} rejected the input: {exc}"
-    return f"tool {call.name!r} failed: {type(exc).__name__}: {exc}"
+    # The reply reaches the model and the user: what went wrong in the error's own words, never the
+    # exception's class (the traceback is in the log).
+    if isinstance(exc, OSError):
+        return f"tool {call.name!r} could not read or write its storage: {exc.strerror or exc}"
+    words = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
+    return f"tool {call.name!r} failed: {words[:300] or 'an unexpected error'}"
 
 
 def _ms(started: float) -> float:

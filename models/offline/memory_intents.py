@@ -111,7 +111,10 @@ def describe_memory_result(tool: str, content: str, status: str, zh: bool) -> st
         return None
     if status == "error":
         match = _RULE_ERROR.search(content)
-        rule, reason = (match.group(1), match.group(2).strip()) if match else ("?", content.removeprefix("Error: "))
+        if match is None:  # not a rule's refusal: saving failed, said as what failed (no rule to cite)
+            reason = content.removeprefix("Error: ").strip()
+            return f"没有记住：保存这条记忆时出错（{reason}）。" if zh else f"Not remembered: saving it failed ({reason})."
+        rule, reason = match.group(1), match.group(2).strip()
         if zh:
             return f"没有记住：{_reason_zh(reason)}（规则 {rule}）。"
         return f"Not remembered: {_reason_en(reason)} (rule {rule})."

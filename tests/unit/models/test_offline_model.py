@@ -403,3 +403,29 @@ def test_async_stream_matches_sync() -> None:
     chunks = asyncio.run(_astream(model, [HumanMessage("hello")]))
     assert len(chunks) > 2
     assert _accumulate(chunks).content == model.invoke([HumanMessage("hello")]).content
+
+
+@pytest.mark.parametrize(
+    ("question", "saved_word"),
+    [("记住我住在杭州", "没有记住：保存这条记忆时出错"), ("Remember that I live in Hangzhou", "Not remembered: saving it failed")],
+)
+def test_a_memory_write_that_failed_is_reported_without_a_rule_or_exception_class(
+    question: str, saved_word: str
+) -> None:
+    remember = {
+        "type": "function",
+        "function": {
+            "name": "remember",
+            "description": "Keep a fact about the user.",
+            "parameters": {"type": "object", "properties": {"content": {"type": "string"}}},
+        },
+    }
+    model = OfflineChatModel().bind_tools([remember])
+    messages: list[BaseMessage] = [HumanMessage(question)]
+    first = model.invoke(messages)
+    assert [c["name"] for c in first.tool_calls] == ["remember"]
+    failed = "Error: tool 'remember' failed: the connection is closed"
+    messages += [first, ToolMessage(failed, tool_call_id=first.tool_calls[0]["id"], name="remember", status="error")]
+    said = str(model.invoke(messages).content)
+    assert saved_word in said and "the connection is closed" in said, said
+    assert "规则" not in said and "rule" not in said and "?" not in said, said

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import json
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -312,7 +313,7 @@ def test_abandoned_thread_finishing_after_the_run_does_not_raise() -> None:
 # --- failures become messages ------------------------------------------------------------------------------
 
 
-def test_a_handler_raising_runtime_error_gives_an_error_naming_the_exception_and_the_others_run() -> None:
+def test_a_handler_raising_gives_an_error_in_plain_words_and_the_others_run(caplog: pytest.LogCaptureFixture) -> None:
     def boom() -> str:
         raise RuntimeError("disk on fire")
 
@@ -321,12 +322,31 @@ def test_a_handler_raising_runtime_error_gives_an_error_naming_the_exception_and
 
     registry = ToolRegistry([spec("boom", boom), spec("aboom", aboom), ECHO])
     calls = [call("1", "boom"), call("2", "echo", {"text": "ok"}), call("3", "aboom")]
-    outcomes = ToolExecutor(registry).run(calls, CTX)
+    with caplog.at_level(logging.ERROR):
+        outcomes = ToolExecutor(registry).run(calls, CTX)
     assert [o.status for o in outcomes] == ["error", "success", "error"]
-    assert outcomes[0].content == "Error: tool 'boom' failed: RuntimeError: disk on fire"
-    assert outcomes[0].error == "tool 'boom' failed: RuntimeError: disk on fire"
+    assert outcomes[0].content == "Error: tool 'boom' failed: disk on fire"
+    assert outcomes[0].error == "tool 'boom' failed: disk on fire"
     assert outcomes[1].content == "ok"
-    assert "tool 'aboom' failed: KeyError" in outcomes[2].content
+    assert outcomes[2].error == "tool 'aboom' failed: 'missing-key'"
+    assert not any(word in o.content for o in outcomes for word in ("RuntimeError", "KeyError", "Traceback"))
+    assert "RuntimeError: disk on fire" in caplog.text  # the operator's log keeps the exception
+
+
+def test_a_storage_failure_and_an_empty_exception_are_said_in_plain_words() -> None:
+    def full() -> str:
+        raise OSError(28, "No space left on device")
+
+    class Opaque(Exception):
+        pass
+
+    def opaque() -> str:
+        raise Opaque()
+
+    registry = ToolRegistry([spec("full", full), spec("opaque", opaque)])
+    outcomes = ToolExecutor(registry).run([call("1", "full"), call("2", "opaque")], CTX)
+    assert outcomes[0].error == "tool 'full' could not read or write its storage: No space left on device"
+    assert outcomes[1].error == "tool 'opaque' failed: an unexpected error"
 
 
 def test_a_value_error_is_reported_as_rejected_input() -> None:
