@@ -22,7 +22,7 @@ from cli import memory as memory_cli
 from cli import serve as serve_cli
 from cli.chat_commands import CHAT_HELP, chat_command, print_history
 from cli.feedback import feedback_app
-from cli.terminal import json_text, shown, undecodable
+from cli.terminal import Terminal, json_text, shown, undecodable
 from cli.tools import tools_app
 from cli.trace import print_memories_written, tool_status_printer, trace_printer
 from cli.trash import trash_app
@@ -39,8 +39,8 @@ from tools.mcp_config import MCPConfigError
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, help="kb-agent: a knowledge-base agent on LangGraph."
 )
-out = Console()
-err = Console(stderr=True)
+out = Terminal()
+err = Terminal(stderr=True)
 
 USER_ERRORS = (
     ModelError,

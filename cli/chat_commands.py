@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import json
 
-from rich.console import Console
 from rich.table import Table
 
-from cli.terminal import shown
+from cli.terminal import Terminal, shown
 from graph.api import Agent
 from stores.threads import ThreadOwnershipError
 
-out = Console()
-err = Console(stderr=True)
+out = Terminal()
+err = Terminal(stderr=True)
 
 
 CHAT_HELP = (

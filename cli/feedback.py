@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from cli.terminal import json_text, shown
+from cli.terminal import Terminal, json_text, shown, shown_name
 from graph.services import feedback_store
 from nodes.settings import Settings
 from stores.feedback import cited_ids
 
 feedback_app = typer.Typer(help="What users said about answers.", no_args_is_help=True)
-out = Console()
+out = Terminal()
 
 
 @feedback_app.command("report")
@@ -50,7 +49,7 @@ def report(
             row["at"],
             shown(row["user"]),
             shown((row["question"] or "")[:80]),
-            shown(", ".join(row["passages"]) or "-"),
+            shown_name(", ".join(row["passages"]) or "-"),
             shown(row["reason"] or ""),
         )
     out.print(table)

@@ -6,18 +6,17 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
 
 from cli.progress import ingest_bar
-from cli.terminal import json_text, shown
+from cli.terminal import Terminal, json_text, shown, shown_name
 from graph.services import open_knowledge_base as open_kb
 from nodes.settings import Settings
 from stores.base import StoreUnavailableError
 from stores.disk import disk_full
 
 MODES = ("bm25", "vector", "hybrid")
-out = Console()
-err = Console(stderr=True)
+out = Terminal()
+err = Terminal(stderr=True)
 
 
 def _fail(message: str, code: int = 1) -> None:
@@ -108,7 +107,7 @@ def ingest(
         f"removed {len(result.removed)} · skipped {len(result.skipped)} · chunks written {result.chunks_written}"
     )
     for source, reason in result.skipped:
-        out.print(f"[yellow]skipped[/yellow] {shown(source)}: {shown(reason)}")
+        out.print(f"[yellow]skipped[/yellow] {shown_name(source)}: {shown(reason)}")
 
 
 def stats(as_json: bool = typer.Option(False, "--json")) -> None:
@@ -152,7 +151,7 @@ def search(
         text = str(hit.get("text", "")).replace("\n", " ")
         found = "+".join(hit.get("retrievers", []))
         out.print(
-            f"{rank}. [bold]{shown(str(hit['id']))}[/bold] {hit.get('score', 0):.4f} ({found})\n   {shown(text[:200])}"
+            f"{rank}. [bold]{shown_name(hit['id'])}[/bold] {hit.get('score', 0):.4f} ({found})\n   {shown(text[:200])}"
         )
 
 
@@ -170,7 +169,7 @@ def repair(as_json: bool = typer.Option(False, "--json", help="Print the report 
         f"documents forgotten {len(report['forgotten'])}"
     )
     for source in report["forgotten"]:
-        out.print(f"[yellow]forgotten[/yellow] {shown(source)}: ingest it again to re-index it")
+        out.print(f"[yellow]forgotten[/yellow] {shown_name(source)}: ingest it again to re-index it")
 
 
 def register(app: typer.Typer) -> None:

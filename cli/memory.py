@@ -10,10 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from cli.terminal import json_text, shown
+from cli.terminal import Terminal, json_text, shown
 from graph.services import memory_store
 from nodes.settings import ConfigError, Settings
 from stores.audit import AuditEntry
@@ -24,8 +23,8 @@ from stores.memory.store import ChromaMemoryStore
 memories = typer.Typer(
     no_args_is_help=True, help="List, search, add, correct and delete a user's long-term memories."
 )
-out = Console()
-err = Console(stderr=True)
+out = Terminal()
+err = Terminal(stderr=True)
 
 UserOption = typer.Option(None, "--user", "-u", help="Whose memories (default: KB_AGENT_USER_ID).")
 JsonOption = typer.Option(False, "--json", help="Print JSON.")

@@ -23,7 +23,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from cli.terminal import shown
+from cli.terminal import shown_name
 from stores.knowledge.ingest import IngestProgress
 from stores.knowledge.ingest import Progress as ProgressCallback
 
@@ -57,7 +57,7 @@ def ingest_bar(console: Console, what: str) -> Iterator[ProgressCallback | None]
         task = bar.add_task(what, total=None)
 
         def report(status: IngestProgress) -> None:
-            label = shown(status.label[-40:])
+            label = shown_name(status.label[-40:])
             files = f"{status.files_done}/{status.files_total} files"
             bar.update(
                 task,

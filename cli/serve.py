@@ -26,10 +26,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
 from cli.server_app import REPLICA_ENV, SELF_CHECK_ENV
+from cli.terminal import Terminal
 from graph.auth import TOKENS_ENV, _tokens
 from graph.fingerprint import differences, graph_version, settings_digest
 from nodes.settings import ConfigError, Settings
@@ -43,7 +43,7 @@ APP_FACTORY = "cli.server_app:create_app"
 REPO_CONFIG = Path(__file__).resolve().parents[1] / "langgraph.json"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
-err = Console(stderr=True)
+err = Terminal(stderr=True)
 
 
 class ServeError(Exception):

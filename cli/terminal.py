@@ -11,6 +11,8 @@ import json
 import re
 from typing import Any
 
+from rich.console import Console
+
 # CSI (ESC [ … final), OSC (ESC ] … BEL or ST), other ESC sequences (DCS/SOS/PM/APC strings up to ST,
 # two-byte escapes), their 8-bit C1 forms, then any C0/C1 control left except \n and \t.
 _ESCAPES = re.compile(
@@ -21,6 +23,10 @@ _ESCAPES = re.compile(
     r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]"
 )
 _SURROGATES = re.compile("[\ud800-\udfff]")
+# Bidirectional controls reorder what follows them on screen ("evil\u202egnp.md" shows as "evildm.png"):
+# shown as their escape, so the text reads as what it is.
+_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_LINE_BREAKS = re.compile("[\n\t\u2028\u2029\x85]")
 
 
 def clean(text: object) -> str:
@@ -30,7 +36,27 @@ def clean(text: object) -> str:
     not UTF-8 (surrogate escapes) become U+FFFD.
     """
     text = str(text).replace("\r\n", "\n")
-    return _SURROGATES.sub("\ufffd", _ESCAPES.sub("", text))
+    return _BIDI.sub(_escape, _SURROGATES.sub("\ufffd", _ESCAPES.sub("", text)))
+
+
+def _escape(match: re.Match[str]) -> str:
+    return {"\n": "\\n", "\t": "\\t"}.get(match.group(), f"\\u{ord(match.group()):04x}")
+
+
+def shown_name(text: object) -> str:
+    """A name (a file, a source, an id) for a rich ``print``: :func:`shown`, and on one line — a newline
+    or tab in a file name is shown as ``\\n``/``\\t`` instead of splitting the line it is on."""
+    from rich.markup import escape
+
+    return escape(_LINE_BREAKS.sub(_escape, clean(text)))
+
+
+class Terminal(Console):
+    """A rich console that wraps long lines only on a terminal: piped or redirected output keeps each
+    message on its one line, whatever the width rich assumes for a file."""
+
+    def print(self, *objects: Any, soft_wrap: bool | None = None, **options: Any) -> None:  # type: ignore[override]
+        super().print(*objects, soft_wrap=(not self.is_terminal) if soft_wrap is None else soft_wrap, **options)
 
 
 def undecodable(text: str) -> str | None:
@@ -53,7 +79,8 @@ def shown(text: object) -> str:
     return escape(clean(text))
 
 
-_RAW_IN_JSON = re.compile("[\x7f-\x9f\ud800-\udfff]")  # json.dumps(ensure_ascii=False) leaves these raw
+# json.dumps(ensure_ascii=False) leaves these raw: C1 controls, lone surrogates, bidirectional controls
+_RAW_IN_JSON = re.compile("[\x7f-\x9f\ud800-\udfff\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
 
 
 def json_text(data: Any, **options: Any) -> str:

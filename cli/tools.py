@@ -17,7 +17,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from cli.terminal import json_text, shown
+from cli.terminal import Terminal, json_text, shown
 from nodes.settings import ConfigError, Settings
 from tools.approval import ApprovalDecision, ApprovalRequest, Approver
 from tools.executor import ToolCallRequest, ToolExecutor
@@ -26,8 +26,8 @@ from tools.permissions import grant_for
 from tools.registry import ToolArgumentError, ToolContext, ToolRegistry, validate_arguments
 
 tools_app = typer.Typer(no_args_is_help=True, help="The tools the agent can call: list them, call one.")
-out = Console()
-err = Console(stderr=True)
+out = Terminal()
+err = Terminal(stderr=True)
 
 
 def _fail(message: str, code: int = 1) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from rich.console import Console
 
-from cli.terminal import shown
+from cli.terminal import shown, shown_name
 from stores.memory.checks import redact
 
 PREVIEW = 160
@@ -32,7 +32,7 @@ def trace_printer(console: Console, tool_status: Callable[[dict[str, Any]], None
             for m in event.get("memories", []):
                 console.print(f"[dim]· memory {shown(m.get('id'))}: {_brief(m.get('content'))}[/dim]")
         elif kind == "passages":
-            found = ", ".join(f"{shown(p.get('id'))} ({p.get('score')})" for p in event.get("passages", []))
+            found = ", ".join(f"{shown_name(p.get('id'))} ({p.get('score')})" for p in event.get("passages", []))
             console.print(f"[dim]· retrieved: {found or 'nothing'}[/dim]")
         elif kind == "model_round":
             offered = ", ".join(shown(t) for t in event.get("tools_offered", []))

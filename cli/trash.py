@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from cli.terminal import json_text, shown
+from cli.terminal import Terminal, json_text, shown, shown_name
 from graph.services import open_knowledge_base
 from nodes.settings import Settings
 from stores.knowledge.trash import TrashError
 
 trash_app = typer.Typer(help="Deleted documents: list, restore, purge.", no_args_is_help=True)
-out = Console()
-err = Console(stderr=True)
+out = Terminal()
+err = Terminal(stderr=True)
 
 
 def _kb() -> object:
@@ -36,7 +35,7 @@ def list_trash(as_json: bool = typer.Option(False, "--json")) -> None:
         return
     table = Table("id", "deleted", "document", "chunks", "groups")
     for i in items:
-        table.add_row(str(i.id), i.deleted_at, shown(i.source), str(i.chunks), shown(", ".join(i.groups)))
+        table.add_row(str(i.id), i.deleted_at, shown_name(i.source), str(i.chunks), shown(", ".join(i.groups)))
     out.print(table)
 
 
@@ -48,7 +47,7 @@ def restore_document(trash_id: int = typer.Argument(..., help="The id `trash lis
     except TrashError as exc:
         err.print(f"[red]error:[/red] {shown(str(exc))}", soft_wrap=True)
         raise typer.Exit(2) from None
-    out.print(f"restored {shown(record.source)} ({len(record.chunk_ids)} chunks)")
+    out.print(f"restored {shown_name(record.source)} ({len(record.chunk_ids)} chunks)")
 
 
 @trash_app.command("purge")

@@ -64,14 +64,15 @@ class LoadedDocument:
     size: int
 
 
-def discover(paths: Sequence[Path]) -> list[tuple[Path, Path]]:
-    """(file, root) pairs to ingest: named files as given, folders walked without hidden entries."""
+def discover(paths: Sequence[Path], unreadable: list[tuple[Path, str]] | None = None) -> list[tuple[Path, Path]]:
+    """(file, root) pairs to ingest: named files as given, folders walked without hidden entries.
+    A folder that cannot be listed is added to ``unreadable`` as (folder, why) instead of passing unseen."""
     found: dict[Path, tuple[Path, Path]] = {}
     for given in map(Path, paths):
         if given.is_file():
             pairs = [(given, given.parent)] if given.suffix.lower() in SUPPORTED else []
         elif given.is_dir():
-            pairs = [(file, given) for file in _walk(given)]
+            pairs = [(file, given) for file in _walk(given, unreadable)]
         else:
             raise FileNotFoundError(f"no such file or folder: {given}")
         for file, root in pairs:
@@ -79,8 +80,12 @@ def discover(paths: Sequence[Path]) -> list[tuple[Path, Path]]:
     return sorted(found.values(), key=lambda pair: pair[0].as_posix())
 
 
-def _walk(root: Path) -> Iterator[Path]:
-    for folder, dirs, files in os.walk(root):
+def _walk(root: Path, unreadable: list[tuple[Path, str]] | None = None) -> Iterator[Path]:
+    def note(exc: OSError) -> None:
+        if unreadable is not None:
+            unreadable.append((Path(exc.filename or root), exc.strerror or str(exc)))
+
+    for folder, dirs, files in os.walk(root, onerror=note):
         dirs[:] = [name for name in dirs if not name.startswith(".")]
         for name in files:  # "<file>.groups" sidecars fall out here: ".groups" is no supported suffix
             if not name.startswith(".") and Path(name).suffix.lower() in SUPPORTED:

@@ -95,12 +95,15 @@ def ingest(
     fixed = clean_groups([groups] if isinstance(groups, str) else groups or [])
     report = IngestReport()
     files: list[tuple[Path, Path]] = []
+    unreadable: list[tuple[Path, str]] = []
     for path in given:
         try:
-            files.extend(discover([path]))
+            files.extend(discover([path], unreadable))
         except FileNotFoundError as exc:
             if not prune:  # with prune, a vanished path just means its documents go
                 report.skipped.append((str(path), str(exc)))
+    for folder, why in unreadable:  # its documents stay as they were, even with prune
+        report.skipped.append((str(folder), f"folder cannot be read ({why}); what it held is kept as it was"))
     with index.manifest.lock():
         if index.manifest.meta().get("ingesting"):  # the last ingest or delete never finished (killed)
             index.repair()
@@ -111,7 +114,8 @@ def ingest(
         try:
             with index.bm25.batch(), Reader(files, records, fixed, chunk_tokens) as reader:
                 pipeline.run(reader)
-                for source in _prunable(records, given, reader.seen) if prune else []:
+                kept = [folder for folder, _ in unreadable]
+                for source in _prunable(records, given, reader.seen, kept) if prune else []:
                     report.chunks_deleted += index.delete_chunks(records[source].chunk_ids)
                     report.removed.append(source)
         finally:  # commit what was fully written, even when a later file's embedding failed
@@ -326,16 +330,23 @@ def store_rows(index: KnowledgeIndex, rows: Sequence[_Row]) -> None:
         index.bm25.upsert_terms(terms)
 
 
-def _prunable(records: dict[str, FileRecord], given: list[Path], seen: dict[str, str]) -> list[str]:
-    """Recorded sources read from under ``given`` whose file was not found this time."""
+def _prunable(
+    records: dict[str, FileRecord], given: list[Path], seen: dict[str, str], kept: Sequence[Path] = ()
+) -> list[str]:
+    """Recorded sources read from under ``given`` whose file was not found this time (not those under a
+    ``kept`` folder, which could not be listed: absent from the walk is not gone)."""
+
+    def under(path: str, folders: list[str]) -> bool:
+        return any(path == root or path.startswith(root + "/") for root in folders)
+
     roots = [str(path.absolute()).rstrip("/") for path in given]
+    unlisted = [str(Path(folder).absolute()).rstrip("/") for folder in kept]
     paths = set(seen.values())
     return [
         source
         for source, record in records.items()
-        if source not in seen
-        and record.path not in paths
-        and any(record.path == root or record.path.startswith(root + "/") for root in roots)
+        if source not in seen and record.path not in paths and under(record.path, roots)
+        and not under(record.path, unlisted)
     ]
 
 

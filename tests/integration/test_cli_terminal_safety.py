@@ -56,3 +56,58 @@ def test_memories_and_tool_output_print_no_control_bytes(hostile_kb: Path) -> No
     assert "tea" in listed.stdout and _clean(listed.output)
     called = runner.invoke(app, ["tools", "call", "search_knowledge", "--args", '{"query": "annual leave"}'])
     assert called.exit_code == 0 and "15" in called.stdout and _clean(called.output)
+
+
+RLO = "\u202e"  # right-to-left override: "invoice\u202efdp.exe" shows as "invoiceexe.pdf"
+BIDI = (RLO, "\u202a", "\u202b", "\u202c", "\u202d", "\u2066", "\u2067", "\u2068", "\u2069", "\u200f")
+
+
+@pytest.fixture
+def named_kb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Documents whose names carry a bidirectional override, an isolate and a newline."""
+    monkeypatch.setenv("KB_AGENT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("KB_AGENT_EMBEDDER", "hashing")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / f"invoice{RLO}dm.txt").write_text("Travel refunds are paid within ten days of the claim.\n")
+    (docs / "rota\nfinal.md").write_text("# Rota\n\nThe on-call rota changes every Monday at nine.\n")
+    (docs / "notes\u2067x\u2069.md").write_text("Parking permits are issued by the front desk.\n")
+    return docs
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_names_with_bidi_controls_or_newlines_are_escaped_in_every_output(named_kb: Path, as_json: bool) -> None:
+    flag = ["--json"] if as_json else []
+    ingested = runner.invoke(app, ["ingest", str(named_kb), *flag])
+    assert ingested.exit_code == 0, ingested.output
+    for query, shown_as in [
+        ("travel refunds claim", "invoice\\u202edm.txt"),
+        ("on-call rota Monday", "rota\\nfinal.md"),
+        ("parking permits desk", "notes\\u2067x\\u2069.md"),
+    ]:
+        found = runner.invoke(app, ["search", query, "--mode", "bm25", *flag])
+        assert found.exit_code == 0, found.output
+        assert not any(c in found.output for c in BIDI), repr(found.output)
+        assert shown_as in found.output, repr(found.output)
+        if not as_json:  # each hit stays on its own line: "1. <id> <score> (bm25)"
+            first = found.stdout.splitlines()[0]
+            assert first.startswith("1. ") and shown_as in first and "(bm25)" in first, repr(found.stdout)
+    asked = runner.invoke(app, ["ask", "How fast are travel refunds paid?", "--thread", "bidi"])
+    assert asked.exit_code == 0 and not any(c in asked.output for c in BIDI), repr(asked.output)
+
+
+def test_messages_are_not_wrapped_when_the_output_is_not_a_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KB_AGENT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("KB_AGENT_EMBEDDER", "hashing")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "ok.txt").write_text("hello world\n")
+    binary = docs / ("a-rather-long-file-name-" * 5 + ".txt")
+    binary.write_bytes(bytes(range(256)) * 4)
+    result = runner.invoke(app, ["ingest", str(docs)])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert any(line.startswith("skipped ") and line.endswith("not text") and len(line) > 120 for line in lines), lines
+    assert next(line for line in lines if line.startswith("added")).endswith("chunks written 1"), lines

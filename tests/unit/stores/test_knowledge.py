@@ -148,6 +148,28 @@ def test_prune_removes_vanished_files_under_the_given_roots_only(tmp_path: Path,
     assert assert_consistent(kb) == {"a.md#0"}
 
 
+def test_an_unreadable_folder_is_reported_and_its_documents_kept_even_with_prune(
+    tmp_path: Path, kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(tmp_path / "docs" / "a.md", "Alpha document about apples.")
+    write(tmp_path / "docs" / "locked" / "b.md", "Beta document about bananas.")
+    kb.ingest([tmp_path / "docs"])
+    locked = tmp_path / "docs" / "locked"
+    real = os.scandir
+
+    def scandir(path: object = ".") -> object:  # as chmod 000 would, for a user without root's override
+        if Path(os.fspath(path)) == locked:
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    report = kb.ingest([tmp_path / "docs"], prune=True)
+    assert report.removed == [] and report.chunks_deleted == 0
+    assert [(Path(where), why.split(" (")[0]) for where, why in report.skipped] == [(locked, "folder cannot be read")]
+    assert "Permission denied" in report.skipped[0][1]
+    assert set(kb.manifest.records()) == {"a.md", "locked/b.md"}
+
+
 def test_groups_from_argument_then_sidecar_then_public(tmp_path: Path, kb: KnowledgeBase) -> None:
     write(tmp_path / "docs" / "open.md", "Cafeteria menu for the week.")
     write(tmp_path / "docs" / "pay.md", "Salary bands for engineers.")
