@@ -92,6 +92,12 @@ def memory_tool_ran(messages: Sequence[BaseMessage]) -> bool:
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 _ID_CARD = r"[1-9]\d{5}(?:18|19|20)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])\d{3}[\dXx]"
 _VALUE = r"\s*(?:number|no\.?|号码?|#)?\s*(?:是|为|:|=|is|was)?\s*"
+# What names a secret, and how a sentence sets one: "密码叫 …", "口令改成了 …", "PIN 码是 …", "pw: …",
+# "passphrase is …", "set the password to …".
+_SECRET_WORD = r"(?:密码|口令|暗号|PIN\s*码?|\bpin(?:\s*code)?|\bpass(?:word|phrase|code)s?|\bpasswd|\bpwd|\bpw)"
+_SET_TO = r"(?:叫做?|改成了?|改为|换成了?|设成了?|设为|设置为|设置成|变成了?|:|=|\bis\s+now|\b(?:set|changed?)\s+to|\bto)"
+# A value that looks chosen rather than said: letters with digits or symbols, or a long run of them.
+_SECRETISH = r"(?=[!-~]*(?:\d[!-~]*[A-Za-z]|[A-Za-z][!-~]*\d|[!#$%&*@^~]))[!-~]{4,}"
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("id_card", re.compile(rf"(?<!\d){_ID_CARD}(?![\dA-Za-z])")),
     (
@@ -116,13 +122,20 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "bank_card",
         re.compile(
-            r"(?:银行卡|卡号|信用卡|储蓄卡|card\s+number|credit\s+card|\biban)\D{0,12}\d[\d\s-]{10,}\d", re.I
+            r"(?:银行卡|卡号|信用卡|储蓄卡|card\s+number|credit\s+card|\biban)\D{0,12}\d[\d\s.-]{10,}\d", re.I
         ),
     ),
-    (
+    ("password", re.compile(rf"{_SECRET_WORD}\s*(?:已经|已|现在|now|still)?\s*{_SET_TO}\s*[!-~]{{3,}}", re.I)),
+    ("password", re.compile(rf"{_SECRET_WORD}\s*(?:是|为|:|=|is|was)\s*{_SECRETISH}", re.I)),
+    ("password", re.compile(rf"{_SECRET_WORD}\s*(?:是|为|:|=|is|was)\s*\d{{4,}}(?![\d,%]|\.\d)", re.I)),  # a PIN
+    ("password", re.compile(r"(?:密码|口令|暗号)\s*(?:是|为)\s*[!-~]{3,}")),  # an ASCII value in a Chinese sentence
+    ("password", re.compile(r"(?:密码|口令|PIN\s*码?)\s+\d{4,8}(?![\d,%]|\.\d)")),  # "支付密码 551234"
+    ("password", re.compile(r"\bpass\s*phrase\s*(?:is|was|:|=)\s*[\w'-]+(?:\s+[\w'-]+)+", re.I)),
+    (  # "I use X as my password", "用 X 做密码", "X is my PIN"
         "password",
         re.compile(
-            r"(?:密码|口令|\bpasswords?|\bpasswd|\bpwd|\bpasscode|\bpin)\s*(?:code)?\s*(?:是|为|:|=|is|was)\s*\S{3,}",
+            rf"(?:\buse|\bchose|\bpicked|用|拿)\s*{_SECRETISH}\s*(?:as|for|做|当|作为)\s*(?:my|the|our|a)?\s*{_SECRET_WORD}"
+            rf"|{_SECRETISH}\s+(?:is|was)\s+(?:my|the|our)\s+(?:new\s+)?{_SECRET_WORD}",
             re.I,
         ),
     ),
@@ -152,7 +165,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 # 一三八一二三四五六七八, 〇/零 for 0, 幺 as phone numbers are read aloud, and the financial 壹贰叁.
 _ZH_DIGITS = str.maketrans("〇零幺一二三四五六七八九壹贰叁肆伍陆柒捌玖", "001123456789123456789")
 _TOKENISH = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{32,}={0,2}")
-_DIGIT_RUN = re.compile(r"(?<![\d+])\+?\d(?:[\s-]?\d){6,22}[Xx]?(?!\d)")
+_DIGIT_RUN = re.compile(r"(?<![\d+.])\+?\d(?:[\s.-]?\d){6,22}[Xx]?(?![\d.]\d)")
 LABELS = {
     "phone": "电话号码 / phone number",
     "id_card": "身份证号 / ID number",
@@ -193,18 +206,36 @@ _NUMBER_KINDS = frozenset({"phone", "id_card", "bank_card"})
 def _spans(text: str) -> list[tuple[str, int, int]]:
     spans = [(kind, m.start(), m.end()) for kind, p in _PATTERNS for m in p.finditer(text)]
     for m in _DIGIT_RUN.finditer(text):  # numbers written with spaces or dashes: 138 1234 5678
-        compact = re.sub(r"[\s+-]", "", m.group())
+        compact = re.sub(r"[\s.+-]", "", m.group())
         if re.fullmatch(r"(?:86)?1[3-9]\d{9}", compact):
             spans.append(("phone", m.start(), m.end()))
         elif re.fullmatch(_ID_CARD, compact):
             spans.append(("id_card", m.start(), m.end()))
         elif compact.isdigit() and 16 <= len(compact) <= 19 and _luhn(compact):
             spans.append(("bank_card", m.start(), m.end()))
+    spans += _phone_numbers(text)
     for m in _TOKENISH.finditer(text):  # long random-looking strings: base64/url-safe secrets
         token = m.group()
         if all(re.search(c, token) for c in ("[a-z]", "[A-Z]", "[0-9]")):
             spans.append(("api_key", m.start(), m.end()))
     return spans
+
+
+_PHONE_REGIONS = ("CN", "US")  # numbers without a country code are read as Chinese, then North American
+
+
+def _phone_numbers(text: str) -> list[tuple[str, int, int]]:
+    """Phone numbers in any written form (dots, spaces, 0086, area codes), as libphonenumber finds valid
+    ones; a plain run of digits that is no valid number (an order number, a date) is not one."""
+    if sum(ch.isdigit() for ch in text) < 7:
+        return []
+    from phonenumbers import Leniency, PhoneNumberMatcher
+
+    return [
+        ("phone", match.start, match.end)
+        for region in _PHONE_REGIONS
+        for match in PhoneNumberMatcher(text, region, leniency=Leniency.VALID)
+    ]
 
 
 def sensitive_kinds(content: str, *, allow_email: bool = False) -> list[str]:
