@@ -32,7 +32,7 @@ from nodes.settings import ConfigError, Settings, effective_table
 from stores.base import StoreUnavailableError
 from stores.checkpoint import CheckpointConfigError
 from stores.chroma import EmbeddingMismatchError
-from stores.disk import disk_full
+from stores.disk import disk_full, storage_problem
 from stores.threads import ThreadOwnershipError
 from tools.mcp_config import MCPConfigError
 
@@ -374,6 +374,20 @@ def main() -> None:
         # message says how to re-index), a setting that cannot be used: one line, never a traceback
         err.print(f"[red]error:[/red] {shown(str(exc))}", soft_wrap=True)
         sys.exit(1)
+    except Exception as exc:
+        # a data folder that cannot be created or written, a damaged database, a full disk: one line that
+        # names the path and what to do, for every command
+        if line := storage_problem(exc, _data_dir()):
+            err.print(f"[red]error:[/red] {shown(line)}", soft_wrap=True)
+            sys.exit(1)
+        raise
+
+
+def _data_dir() -> str:
+    try:
+        return str(Settings.current().data_dir)
+    except ConfigError:
+        return "the data folder"
 
 
 if __name__ == "__main__":

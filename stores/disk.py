@@ -7,6 +7,7 @@ error that names no cause the free space left where the data lives decides.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import shutil
 import sqlite3
@@ -74,3 +75,48 @@ def _free(path: Path) -> int | None:
             except OSError:
                 return None
     return None
+
+
+_UNUSABLE = frozenset({errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOTDIR, errno.EISDIR})
+_DAMAGED = ("database disk image is malformed", "file is not a database", "file is encrypted or is not a database")
+
+
+def storage_problem(exc: BaseException, data_dir: str | Path) -> str | None:
+    """One line for a store that cannot be used — a full disk, a data folder that cannot be created or
+    written, a damaged database file — naming the path and what to do; None for any other error."""
+    if full := disk_full(exc, data_dir):
+        return str(full)
+    for cause in _chain(exc):
+        if isinstance(cause, OSError) and cause.errno in _UNUSABLE:
+            where = cause.filename or data_dir
+            return (
+                f"cannot use {where} ({cause.strerror or cause}): the data folder (KB_AGENT_HOME) is {data_dir}; "
+                "make it a folder this user can write, or point KB_AGENT_HOME elsewhere"
+            )
+        said = str(cause).lower()
+        if any(message in said for message in _DAMAGED):
+            damaged = damaged_databases(Path(data_dir))
+            named = ", ".join(str(path) for path in damaged) or f"a database under {data_dir}"
+            knowledge = any(part in ("chroma", "knowledge") for path in damaged for part in path.parts[-3:-1])
+            hint = " (then run `kb-agent repair` and ingest the documents again)" if knowledge else ""
+            return (
+                f"{named}: damaged (database disk image is malformed); restore it from a backup, or move it aside "
+                f"to start that store afresh{hint}; nothing was changed"
+            )
+    return None
+
+
+def damaged_databases(data_dir: Path) -> list[Path]:
+    """The SQLite files under ``data_dir`` that fail SQLite's own quick check (opened read-only)."""
+    found = []
+    for path in sorted(data_dir.glob("**/*.sqlite*")):
+        if not path.is_file() or path.name.endswith(("-wal", "-shm", "-journal")):
+            continue
+        try:
+            with contextlib.closing(sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True, timeout=1)) as db:
+                ok = db.execute("PRAGMA quick_check").fetchone()
+        except sqlite3.Error:
+            ok = None
+        if not ok or ok[0] != "ok":
+            found.append(path)
+    return found
