@@ -64,6 +64,7 @@ SERVICE_FIELDS = (
     "bm25_weight",
     "trash_days",
     "bm25_staleness",
+    "max_file_mb",
     "memory_episodic_days",
 )
 
@@ -158,6 +159,7 @@ class Services:
                     bm25_weight=s.bm25_weight,
                     trash_days=s.trash_days,
                     bm25_staleness=s.bm25_staleness,
+                    max_file_bytes=round(s.max_file_mb * 1024 * 1024) or None,
                     pool=self._pool(s.database_url) if s.chroma_url else None,
                 )
             return self._knowledge

@@ -332,6 +332,11 @@ class Settings(BaseSettings):
         RETRIEVAL, 7.0,
         'Days a deleted document stays restorable (kb-agent trash; 0: deletion is final).',
     )
+    max_file_mb: float = _setting(
+        RETRIEVAL, 50.0,
+        'Largest file ingest accepts, in MiB; a bigger one is skipped with a line (0: only the per-format bounds).',
+        ge=0,
+    )
 
     # memory
     long_term_memory: bool = _setting(

@@ -119,8 +119,9 @@ def shown_path(path: Path | str) -> str:
     return os.fsencode(str(path)).decode("utf-8", "backslashreplace")
 
 
-def load(path: Path, root: Path) -> LoadedDocument:
-    """Read one file into sections; raise DocumentError saying why it cannot be ingested."""
+def load(path: Path, root: Path, max_bytes: int | None = None) -> LoadedDocument:
+    """Read one file into sections; raise DocumentError saying why it cannot be ingested. ``max_bytes`` is
+    the operator's per-file limit, checked before any of the file is read."""
     path, suffix = Path(path), Path(path).suffix.lower()
     if shown_path(path) != str(path):  # the name would become a chunk id, a manifest key, a citation
         raise DocumentError("the file's path is not valid UTF-8: rename it")
@@ -136,6 +137,11 @@ def load(path: Path, root: Path) -> LoadedDocument:
         size = path.stat().st_size
         if size == 0:
             raise DocumentError("empty file")
+        if max_bytes and size > max_bytes:
+            raise DocumentError(
+                f"{size / 1024 / 1024:.1f} MiB, over the {max_bytes / 1024 / 1024:g} MiB per-file limit "
+                "(KB_AGENT_MAX_FILE_MB): split it, or raise the limit"
+            )
         _check_size(suffix, size)
         if size > STREAM_THRESHOLD and suffix in {".txt", ".md", ".markdown"}:
             return _load_streamed(path, source, size, markdown=suffix != ".txt")

@@ -82,6 +82,7 @@ def ingest(
     prune: bool = False,
     progress: Progress | None = None,
     chunk_tokens: int = 320,
+    max_file_bytes: int | None = None,
 ) -> IngestReport:
     """Index files/folders idempotently; ``prune`` drops documents under ``paths`` whose file is gone.
 
@@ -112,7 +113,7 @@ def ingest(
         records = index.manifest.records()
         pipeline = _Pipeline(index, report, len(files), progress)
         try:
-            with index.bm25.batch(), Reader(files, records, fixed, chunk_tokens) as reader:
+            with index.bm25.batch(), Reader(files, records, fixed, chunk_tokens, max_file_bytes=max_file_bytes) as reader:
                 pipeline.run(reader)
                 kept = [folder for folder, _ in unreadable]
                 for source in _prunable(records, given, reader.seen, kept) if prune else []:

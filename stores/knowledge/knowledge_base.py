@@ -47,6 +47,7 @@ class KnowledgeBase:
         trash_days: float = 7.0,
         bm25_staleness: float = 0.0,
         pool: Any = None,
+        max_file_bytes: int | None = None,
     ) -> None:
         """``min_vector_score`` and ``null_margin`` default per embedder (``MIN_VECTOR_SCORE``,
         ``NULL_MARGIN``); pass ``-1.0`` and ``float("-inf")`` respectively to switch them off.
@@ -65,6 +66,7 @@ class KnowledgeBase:
             bm25_weight=bm25_weight,
         )
         self.chunk_tokens = chunk_tokens
+        self.max_file_bytes = max_file_bytes  # ingest skips a bigger file with a line (None: format bounds only)
         self.trash_days = trash_days
         self.index = KnowledgeIndex(
             directory,
@@ -109,7 +111,13 @@ class KnowledgeBase:
         A file that cannot be read is reported in ``skipped`` and keeps what it had indexed before.
         """
         return ingest_files(
-            self.index, paths, groups=groups, prune=prune, progress=progress, chunk_tokens=self.chunk_tokens
+            self.index,
+            paths,
+            groups=groups,
+            prune=prune,
+            progress=progress,
+            chunk_tokens=self.chunk_tokens,
+            max_file_bytes=self.max_file_bytes,
         )
 
     def document(self, doc_id: str) -> FileRecord | None:

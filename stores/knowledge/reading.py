@@ -76,8 +76,10 @@ class Reader:
         fixed_groups: list[str],
         chunk_tokens: int,
         ahead: int = 16,
+        max_file_bytes: int | None = None,
     ) -> None:
         self.files, self.records, self.fixed, self.chunk_tokens = files, records, fixed_groups, chunk_tokens
+        self.max_file_bytes = max_file_bytes
         self.seen: dict[str, str] = {}
         self.chunks_read = self.bytes_read = 0
         self.bytes_left = sum(_size(file) for file, _ in files)
@@ -134,7 +136,7 @@ class Reader:
         size = _size(file)
         job: FileJob | None = None
         try:
-            doc = load(file, root)
+            doc = load(file, root, max_bytes=self.max_file_bytes)
             absolute = str(file.absolute())
             if doc.source in self.seen:
                 raise DocumentError(f"same source {doc.source!r} as {self.seen[doc.source]}")

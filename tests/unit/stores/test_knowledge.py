@@ -170,6 +170,19 @@ def test_an_unreadable_folder_is_reported_and_its_documents_kept_even_with_prune
     assert set(kb.manifest.records()) == {"a.md", "locked/b.md"}
 
 
+def test_a_file_over_the_operators_limit_is_skipped_before_it_is_read(tmp_path: Path) -> None:
+    kb = KnowledgeBase(tmp_path / "kb", embedder=HashingEmbedder(dim=64), max_file_bytes=2048)
+    try:
+        write(tmp_path / "docs" / "small.md", "Small document about apples.")
+        write(tmp_path / "docs" / "big.txt", "word " * 1000)
+        report = kb.ingest([tmp_path / "docs"])
+        [(source, why)] = report.skipped
+        assert Path(source).name == "big.txt" and "per-file limit (KB_AGENT_MAX_FILE_MB)" in why, why
+        assert set(kb.manifest.records()) == {"small.md"}
+    finally:
+        kb.close()
+
+
 def test_groups_from_argument_then_sidecar_then_public(tmp_path: Path, kb: KnowledgeBase) -> None:
     write(tmp_path / "docs" / "open.md", "Cafeteria menu for the week.")
     write(tmp_path / "docs" / "pay.md", "Salary bands for engineers.")
@@ -509,8 +522,8 @@ def test_files_are_read_and_chunked_while_the_embedder_works(
     last_loaded = threading.Event()
     load = stores.knowledge.documents.load
 
-    def watched(path: Path, root: Path) -> Any:
-        doc = load(path, root)
+    def watched(path: Path, root: Path, max_bytes: int | None = None) -> Any:
+        doc = load(path, root, max_bytes)
         if path.name == "f4.md":
             last_loaded.set()
         return doc
