@@ -15,11 +15,17 @@ CONTROLS = ("\x1b", "\x9b", "\x07", "\x08", "\r")
 
 
 @pytest.fixture
-def hostile_kb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def docs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty documents folder, with a fresh data folder and the offline embedder."""
     monkeypatch.setenv("KB_AGENT_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("KB_AGENT_EMBEDDER", "hashing")
-    docs = tmp_path / "docs"
-    docs.mkdir()
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    return folder
+
+
+@pytest.fixture
+def hostile_kb(docs: Path) -> Path:
     (docs / "leave.md").write_text(
         f"# 年假{HOSTILE}\n\n员工的年假有 15 天{HOSTILE}，需提前两周申请。Annual leave is 15 days{HOSTILE}.\n"
     )
@@ -63,12 +69,8 @@ BIDI = (RLO, "\u202a", "\u202b", "\u202c", "\u202d", "\u2066", "\u2067", "\u2068
 
 
 @pytest.fixture
-def named_kb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def named_kb(docs: Path) -> Path:
     """Documents whose names carry a bidirectional override, an isolate and a newline."""
-    monkeypatch.setenv("KB_AGENT_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("KB_AGENT_EMBEDDER", "hashing")
-    docs = tmp_path / "docs"
-    docs.mkdir()
     (docs / f"invoice{RLO}dm.txt").write_text("Travel refunds are paid within ten days of the claim.\n")
     (docs / "rota\nfinal.md").write_text("# Rota\n\nThe on-call rota changes every Monday at nine.\n")
     (docs / "notes\u2067x\u2069.md").write_text("Parking permits are issued by the front desk.\n")
@@ -96,13 +98,7 @@ def test_names_with_bidi_controls_or_newlines_are_escaped_in_every_output(named_
     assert asked.exit_code == 0 and not any(c in asked.output for c in BIDI), repr(asked.output)
 
 
-def test_messages_are_not_wrapped_when_the_output_is_not_a_terminal(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("KB_AGENT_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("KB_AGENT_EMBEDDER", "hashing")
-    docs = tmp_path / "docs"
-    docs.mkdir()
+def test_messages_are_not_wrapped_when_the_output_is_not_a_terminal(docs: Path) -> None:
     (docs / "ok.txt").write_text("hello world\n")
     binary = docs / ("a-rather-long-file-name-" * 5 + ".txt")
     binary.write_bytes(bytes(range(256)) * 4)
