@@ -156,17 +156,18 @@ def search(
 
 
 def repair(as_json: bool = typer.Option(False, "--json", help="Print the report as JSON.")) -> None:
-    """Make Chroma, BM25 and the manifest agree (after a killed ingest): report and fix the differences."""
+    """Make Chroma, BM25 and the manifest agree (after a killed ingest): report and fix the differences,
+    and give the space of removed chunks back to the disk."""
     kb = open_knowledge_base(Settings())
-    report = (
-        kb.repair_report() if kb is not None else {"stray_chunks": 0, "missing_chunks": 0, "forgotten": []}
-    )
+    empty = {"stray_chunks": 0, "missing_chunks": 0, "forgotten": [], "bytes_reclaimed": 0}
+    report = kb.repair_report(reclaim=True) if kb is not None else empty
     if as_json:
         typer.echo(json_text(report))
         return
     out.print(
         f"stray chunks removed {report['stray_chunks']} · missing chunks {report['missing_chunks']} · "
-        f"documents forgotten {len(report['forgotten'])}"
+        f"documents forgotten {len(report['forgotten'])} · "
+        f"space reclaimed {report['bytes_reclaimed'] / 1024 / 1024:.1f} MiB"
     )
     for source in report["forgotten"]:
         out.print(f"[yellow]forgotten[/yellow] {shown_name(source)}: ingest it again to re-index it")

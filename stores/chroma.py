@@ -7,6 +7,7 @@ vector spaces silently returns nonsense.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from pathlib import Path
@@ -94,3 +95,24 @@ def open_collection(client: ClientAPI, name: str, embedder: Embedder, **metadata
             f"KB_AGENT_EMBEDDER={built_with}"
         )
     return collection
+
+
+def reclaim_space(data_dir: str | Path, url: str = "") -> int:
+    """Give back to the disk the space of deleted chunks in embedded Chroma; returns the bytes freed.
+
+    Deleting leaves free pages in ``chroma.sqlite3`` and tombstones in its full-text index, so a removed
+    1 GB ingest keeps its 1 GB. Merging the full-text index and ``VACUUM`` free both. Run under the
+    knowledge base's write lock; a Chroma server manages its own storage (0 is returned).
+    """
+    import sqlite3
+
+    path = Path(data_dir, "chroma", "chroma.sqlite3")
+    if url or not path.is_file():
+        return 0
+    before = path.stat().st_size
+    with contextlib.closing(sqlite3.connect(path, timeout=30, isolation_level=None)) as db:
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "embedding_fulltext_search" in tables:
+            db.execute("INSERT INTO embedding_fulltext_search(embedding_fulltext_search) VALUES ('optimize')")
+        db.execute("VACUUM")
+    return max(0, before - path.stat().st_size)

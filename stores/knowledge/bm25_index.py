@@ -7,8 +7,11 @@ Why this shape:
   transaction, so a crash leaves either the old or the new state and a one-chunk update costs one row.
   The bm25s score matrix lives in memory only and is rebuilt from the rows.
 * **Rebuilds are lazy.** Changes bump a counter; the first search afterwards rebuilds once, so an
-  ingest of 1,000 chunks costs one rebuild (and, inside ``batch()``, one save). ``warm()`` rebuilds
-  eagerly, for the end of an ingest.
+  ingest of 1,000 chunks costs one rebuild (and, inside ``batch()``, one save per ``FLUSH_ROWS`` rows).
+  ``warm()`` rebuilds eagerly, for the end of an ingest.
+* **The in-memory terms are loaded on demand.** Only scoring needs every chunk's terms in memory; a
+  process that only writes (an ingest) never loads them, so its memory does not grow with the corpus.
+  Once loaded (a process that searched), writes keep them current.
 * **Permissions filter before ranking.** Disallowed chunks are multiplied by a zero weight mask before
   the top-k is taken, so a secret chunk can never take a slot from (or hint at the presence of) an
   allowed one. ``groups=None`` is the unfiltered admin/eval view; a chunk without groups is visible
@@ -43,6 +46,8 @@ if TYPE_CHECKING:
     import bm25s
 
 INDEX_FILE = "bm25.sqlite3"
+FLUSH_ROWS = 2000  # pending rows written even inside batch(): a huge ingest never holds its rows whole
+_ID_PAGE = 500  # ids per "IN (...)" query: under SQLite's variable limit
 _MASK_CACHE_SIZE = 256
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS chunks (
@@ -128,24 +133,51 @@ class BM25Index:
             yield db
 
     def _load(self) -> None:
-        """Replace the in-memory state with the file's (unsaved changes are dropped)."""
-        with self._lock, self._connect() as db, _gc_paused():
+        """Drop the in-memory state (unsaved changes too); the file's rows are read when first needed."""
+        with self._lock, self._connect() as db:
             stored = db.execute("SELECT value FROM meta WHERE key = 'analyzer'").fetchone()
             self.needs_reindex = stored is not None and stored[0] != ANALYZER_VERSION
             if self.needs_reindex:
                 log.warning("%s: analyzer %s, code %s: re-index", self.path, stored[0], ANALYZER_VERSION)
+            self._loaded = False
             self._vocab: dict[str, int] = {}
             self._docs: dict[str, _Doc] = {}
             self._groupsets: dict[frozenset[str], frozenset[str]] = {}
             self._tags: dict[str, str] = {}  # id -> the caller's tag of what the row holds ('': none)
             self._pending: dict[str, tuple[str, str, str] | None] = {}  # id -> (tokens, groups, tag) | None
             self._pending_tags: dict[str, str] = {}  # id -> a new tag for an unchanged row
-            for chunk_id, tokens, groups, tag in db.execute("SELECT id, tokens, groups, tag FROM chunks"):
-                self._docs[chunk_id] = self._doc(tokens.split(), json.loads(groups))
-                if tag:
-                    self._tags[chunk_id] = tag
             self._snapshot = _Snapshot()
             self._changes += 1
+
+    def _ensure_loaded(self) -> None:
+        """Read every row into memory (once): what scoring and the in-memory checks need."""
+        with self._lock:
+            if self._loaded:
+                return
+            self.save()  # rows written while unloaded are only in the file (or pending)
+            with self._connect() as db, _gc_paused():
+                for chunk_id, tokens, groups, tag in db.execute("SELECT id, tokens, groups, tag FROM chunks"):
+                    self._docs[chunk_id] = self._doc(tokens.split(), json.loads(groups))
+                    if tag:
+                        self._tags[chunk_id] = tag
+            self._loaded = True
+            self._changes += 1
+
+    def _stored(
+        self, query: str, ids: Sequence[str] | None = None, *, flush: bool = True
+    ) -> list[tuple[str, ...]]:
+        """Rows of ``query`` straight from the file (pending rows saved first unless ``flush`` is false), for
+        an unloaded index; with ``ids``, ``query`` holds one ``{}`` for their placeholders, run per page."""
+        if flush:
+            self.save()
+        with self._connect() as db:
+            if ids is None:
+                return list(db.execute(query))
+            found: list[tuple[str, ...]] = []
+            for start in range(0, len(ids), _ID_PAGE):
+                page = ids[start : start + _ID_PAGE]
+                found += db.execute(query.format(",".join("?" * len(page))), page).fetchall()
+            return found
 
     def _doc(self, terms: list[str], groups: Iterable[str]) -> _Doc:
         vocab = self._vocab
@@ -154,19 +186,25 @@ class BM25Index:
         return _Doc(ids, self._groupsets.setdefault(groupset, groupset))
 
     def __len__(self) -> int:
-        return len(self._docs)
+        with self._lock:
+            return len(self._docs) if self._loaded else int(self._stored("SELECT count(*) FROM chunks")[0][0])
 
     def __contains__(self, chunk_id: object) -> bool:
-        return chunk_id in self._docs
+        with self._lock:
+            if self._loaded or not isinstance(chunk_id, str):
+                return chunk_id in self._docs
+            return bool(self._stored("SELECT id FROM chunks WHERE id IN ({})", [chunk_id]))
 
     def ids(self) -> set[str]:
         with self._lock:
-            return set(self._docs)
+            return set(self._docs) if self._loaded else {row[0] for row in self._stored("SELECT id FROM chunks")}
 
     def tags(self) -> dict[str, str]:
         """Every indexed chunk id -> its tag ('' when none): what a caller recorded of the text it indexed
         (shared mode: content hash and groups), saved with the row, so it outlives the process."""
         with self._lock:
+            if not self._loaded:
+                return dict(self._stored("SELECT id, tag FROM chunks"))  # type: ignore[arg-type]
             return {chunk_id: self._tags.get(chunk_id, "") for chunk_id in self._docs}
 
     def tag_untagged(self, tags: dict[str, str]) -> None:
@@ -174,6 +212,7 @@ class BM25Index:
         such row holds the text its tag describes. A row tagged meanwhile by someone else keeps that tag:
         if it is wrong, it differs from the manifest's, and the next comparison fetches the text again."""
         with self._lock:
+            self._ensure_loaded()
             for chunk_id, tag in tags.items():
                 if chunk_id in self._docs and not self._tags.get(chunk_id) and tag:
                     self._tags[chunk_id] = tag
@@ -182,6 +221,7 @@ class BM25Index:
 
     def groups_of(self, chunk_id: str) -> frozenset[str]:
         """The groups that may see ``chunk_id``; ``KeyError`` if it is not indexed."""
+        self._ensure_loaded()
         return self._docs[chunk_id].groups
 
     # -- writes ----------------------------------------------------------------------------------
@@ -216,6 +256,13 @@ class BM25Index:
         if not prepared:
             return
         with self._lock:
+            if not self._loaded:  # write-only: the rows go to the file, nothing stays in memory
+                for chunk_id, terms, groupset in prepared:
+                    groups = json.dumps(sorted(groupset), ensure_ascii=False)
+                    self._pending[chunk_id] = (" ".join(terms), groups, tags.get(chunk_id, "") if tags else "")
+                self._changes += 1
+                self._autosave()
+                return
             for chunk_id, terms, groupset in prepared:
                 tag = tags.get(chunk_id, "") if tags else ""
                 doc = self._doc(terms, groupset)
@@ -238,6 +285,15 @@ class BM25Index:
             raise TypeError("remove() takes an iterable of chunk ids, not one string")
         removed = 0
         with self._lock:
+            if not self._loaded:
+                ids, pending = list(dict.fromkeys(chunk_ids)), self._pending
+                saved = [cid for cid in ids if cid not in pending]
+                removed = sum(pending.get(cid) is not None for cid in ids if cid in pending)
+                removed += len(self._stored("SELECT id FROM chunks WHERE id IN ({})", saved, flush=False))
+                self._pending.update(dict.fromkeys(ids))
+                self._changes += bool(removed)
+                self._autosave()
+                return removed
             for chunk_id in chunk_ids:
                 if self._docs.pop(chunk_id, None) is not None:
                     self._pending[chunk_id] = None
@@ -284,9 +340,20 @@ class BM25Index:
             self._pending.clear()  # only once committed: a failed save is retried by the next one
             self._pending_tags.clear()
 
+    def vacuum(self) -> int:
+        """Save, then give the space of removed rows back to the disk; returns the bytes freed."""
+        with self._lock:
+            self.save()
+            before = self.path.stat().st_size
+            with closing(sqlite3.connect(self.path, timeout=30, isolation_level=None)) as db:
+                db.execute("VACUUM")
+                db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            return max(0, before - self.path.stat().st_size)
+
     @contextmanager
     def batch(self) -> Iterator[None]:
-        """Defer saving this thread's upserts/removes to the end of the block (one transaction)."""
+        """Defer saving this thread's upserts/removes to the end of the block: one transaction, or one per
+        ``FLUSH_ROWS`` rows for a bigger block (a killed ingest's rows are found by ``repair``)."""
         self._local.depth = getattr(self._local, "depth", 0) + 1
         try:
             yield
@@ -296,7 +363,7 @@ class BM25Index:
                 self.save()  # also after an error: memory already holds the changes
 
     def _autosave(self) -> None:
-        if not getattr(self._local, "depth", 0):
+        if not getattr(self._local, "depth", 0) or len(self._pending) >= FLUSH_ROWS:
             self.save()
 
     # -- search ----------------------------------------------------------------------------------
@@ -309,6 +376,7 @@ class BM25Index:
         """A snapshot of the latest changes; rebuilt outside the state lock, so writers never wait."""
         with self._build_lock:  # one rebuild at a time: concurrent searches wait for it, then share it
             with self._lock:
+                self._ensure_loaded()
                 if self._built == self._changes:
                     return self._snapshot
                 # copies: later upserts add terms (vocabulary ids) this matrix has no column for

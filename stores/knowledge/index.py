@@ -24,7 +24,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from stores.base import Passage
-from stores.chroma import EmbeddingMismatchError, chroma_client, open_collection, reopen_client
+from stores.chroma import (
+    EmbeddingMismatchError,
+    chroma_client,
+    open_collection,
+    reclaim_space,
+    reopen_client,
+)
 from stores.embeddings import Embedder
 from stores.knowledge.groups import FLAG_PREFIXES, clean_groups, group_key
 from stores.knowledge.manifest import FileRecord, Manifest
@@ -294,8 +300,9 @@ class KnowledgeIndex:
         report = self.repair_report()
         return report["stray_chunks"] + report["missing_chunks"]
 
-    def repair_report(self) -> dict[str, Any]:
-        """``repair``, saying what it found: stray and missing chunk counts, and the sources forgotten."""
+    def repair_report(self, reclaim: bool = False) -> dict[str, Any]:
+        """``repair``, saying what it found: stray and missing chunk counts, and the sources forgotten;
+        with ``reclaim``, also the bytes of removed chunks given back to the disk (embedded Chroma, BM25)."""
         with self.manifest.lock():
             ids = self.index_ids()
             stray = (ids["chroma"] | ids["bm25"]) - ids["manifest"]
@@ -306,7 +313,11 @@ class KnowledgeIndex:
             if stray:  # only Chroma and BM25 changed: tell the other processes to reload anyway
                 self.manifest.touch()
             self.wrote()
-            return {"stray_chunks": len(stray), "missing_chunks": len(missing), "forgotten": sorted(broken)}
+            report = {"stray_chunks": len(stray), "missing_chunks": len(missing), "forgotten": sorted(broken)}
+            if reclaim:
+                freed = reclaim_space(self.data_dir, self.chroma_url) + self.bm25.vacuum()
+                report["bytes_reclaimed"] = freed
+            return report
 
     def rebuild_bm25(self) -> int:
         """Re-tokenize every chunk Chroma holds into a fresh BM25 index (after an analyzer change, or on

@@ -112,6 +112,7 @@ def ingest(
         index.refresh()
         records = index.manifest.records()
         pipeline = _Pipeline(index, report, len(files), progress)
+        stopped = False
         try:
             with index.bm25.batch(), Reader(files, records, fixed, chunk_tokens, max_file_bytes=max_file_bytes) as reader:
                 pipeline.run(reader)
@@ -119,8 +120,11 @@ def ingest(
                 for source in _prunable(records, given, reader.seen, kept) if prune else []:
                     report.chunks_deleted += index.delete_chunks(records[source].chunk_ids)
                     report.removed.append(source)
+        except (KeyboardInterrupt, SystemExit):
+            stopped = True  # Ctrl-C or SIGTERM: stop now; the next ingest or ``repair`` removes the strays
+            raise
         finally:  # commit what was fully written, even when a later file's embedding failed
-            pipeline.close()
+            pipeline.close(undo=not stopped)
             index.manifest.apply(pipeline.puts, report.removed)
             if pipeline.puts:
                 index.manifest.set_meta(embedder=index.embedder.name, dim=index.embedder.dim)
@@ -300,12 +304,16 @@ class _Pipeline:
             )
         )
 
-    def close(self) -> None:
+    def close(self, undo: bool = True) -> None:
         """After success or failure: let handed-over writes finish (their files may complete), then undo
-        the chunks of every file that was not completed and did not have them before."""
-        self.writer.shutdown(wait=True)
+        the chunks of every file that was not completed and did not have them before. Without ``undo``
+        (the user stopped the ingest) that is left to ``repair``: undoing a huge file takes minutes, and
+        the chunks are invisible meanwhile, since searches serve only what the manifest records."""
+        self.writer.shutdown(wait=True, cancel_futures=not undo)
         with contextlib.suppress(Exception):  # already failing: the first error is the one to report
             self._settle(0)
+        if not undo:
+            return
         for job in [*self.jobs, *self.dropped]:
             with contextlib.suppress(Exception):
                 self.index.delete_chunks([cid for cid in job.ids if cid not in job.old_hashes])

@@ -189,9 +189,10 @@ class KnowledgeBase:
         (the next ingest re-indexes them). Returns the number of ids fixed."""
         return self.index.repair()
 
-    def repair_report(self) -> dict[str, Any]:
-        """``repair``, saying what it found: stray and missing chunk counts, and the sources forgotten."""
-        return self.index.repair_report()
+    def repair_report(self, reclaim: bool = False) -> dict[str, Any]:
+        """``repair``, saying what it found: stray and missing chunk counts, and the sources forgotten;
+        ``reclaim`` also gives the space of removed chunks back to the disk (``bytes_reclaimed``)."""
+        return self.index.repair_report(reclaim)
 
     def rebuild_bm25(self) -> int:
         """Re-tokenize every chunk Chroma holds into a fresh BM25 index; returns the chunks indexed."""

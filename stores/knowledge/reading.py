@@ -93,7 +93,7 @@ class Reader:
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()  # a reader blocked on a full queue notices within its put timeout
-        self._thread.join(timeout=5)
+        self._thread.join(timeout=1)  # a daemon that only reads: one busy hashing a huge file is left behind
 
     def get(self, block: bool) -> Event | None:
         """The next event; None when ``block`` is false and none is ready yet."""

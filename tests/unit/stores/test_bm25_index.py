@@ -84,6 +84,7 @@ def test_persists_across_instances(index: BM25Index, tmp_path: Path) -> None:
 
 
 def test_reload_sees_other_instances_writes(index: BM25Index, tmp_path: Path) -> None:
+    index.warm()  # loaded and scored: from here on it answers from memory
     other = BM25Index(tmp_path / "bm25")
     other.upsert([("other#0", "来自另一个进程的文档", ["public"])])
     assert index.search("另一个进程", k=1) == []
@@ -261,3 +262,40 @@ def test_a_file_from_before_tags_opens_with_every_row_untagged(tmp_path: Path) -
     assert index.tags() == {"a": ""} and index.search("alpha", 5)[0][0] == "a"
     index.tag_untagged({"a": "h1"})
     assert BM25Index(tmp_path).tags() == {"a": "h1"}
+
+
+def test_an_index_that_only_writes_holds_neither_its_rows_nor_their_terms(tmp_path: Path) -> None:
+    """An ingest of a huge file writes rows it never searches: its memory must not grow with them."""
+    import tracemalloc
+
+    idx = BM25Index(tmp_path)
+    rows = 12 * bm25_index.FLUSH_ROWS
+    text = " ".join(f"term{n}" for n in range(120))  # ~1 KB of text, 120 distinct terms per chunk
+    tracemalloc.start()
+    try:
+        with idx.batch():
+            for start in range(0, rows, 250):
+                idx.upsert([(f"big.txt#{n}", f"{text} row{n}", ["public"]) for n in range(start, start + 250)])
+            written_meanwhile = len(BM25Index(tmp_path))  # another process sees the rows before the end
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # holding them takes > 40 MB (the joined rows, plus 4 bytes per term per row)
+    assert peak < 12 * 1024 * 1024, f"peak {peak / 1024 / 1024:.1f} MiB while writing {rows} rows"
+    assert written_meanwhile >= rows - bm25_index.FLUSH_ROWS
+    assert len(idx) == rows and "big.txt#7" in idx and "big.txt#-1" not in idx
+    assert ids(idx.search("row4242", k=1)) == ["big.txt#4242"]  # loaded and scored on the first search
+    assert idx.remove(["big.txt#4242", "missing#0"]) == 1
+    assert idx.search("row4242", k=1) == []
+
+
+def test_removing_from_an_unloaded_index_counts_what_was_there(tmp_path: Path) -> None:
+    BM25Index(tmp_path).upsert(DOCS)
+    idx = BM25Index(tmp_path)  # unloaded: answers from the file
+    with idx.batch():
+        idx.upsert([("new#0", "新写入的文档", ["public"])])
+        assert idx.remove(["leave#0", "new#0", "never#0"]) == 2
+        assert idx.remove(["new#0"]) == 0
+    assert idx.ids() == {cid for cid, _, _ in DOCS} - {"leave#0"}
+    assert ids(idx.search("请假", k=3)) == []
+    assert idx.vacuum() >= 0
