@@ -97,20 +97,27 @@ def open_collection(client: ClientAPI, name: str, embedder: Embedder, **metadata
     return collection
 
 
-def reclaim_space(data_dir: str | Path, url: str = "") -> int:
+def reclaim_space(data_dir: str | Path, url: str = "", *, force: bool = False, min_free: float = 0.1) -> int:
     """Give back to the disk the space of deleted chunks in embedded Chroma; returns the bytes freed.
 
     Deleting leaves free pages in ``chroma.sqlite3`` and tombstones in its full-text index, so a removed
-    1 GB ingest keeps its 1 GB. Merging the full-text index and ``VACUUM`` free both. Run under the
-    knowledge base's write lock; a Chroma server manages its own storage (0 is returned).
+    1 GB ingest keeps its 1 GB. Merging the full-text index and ``VACUUM`` free both, in time proportional
+    to the whole file, so unless ``force`` (chunks were just removed) it is done only when at least
+    ``min_free`` of the file is free pages. Run under the knowledge base's write lock; a Chroma server
+    manages its own storage (0 is returned).
     """
     import sqlite3
+
+    from stores.disk import free_pages_bytes
 
     path = Path(data_dir, "chroma", "chroma.sqlite3")
     if url or not path.is_file():
         return 0
     before = path.stat().st_size
     with contextlib.closing(sqlite3.connect(path, timeout=30, isolation_level=None)) as db:
+        free = free_pages_bytes(db)
+        if not force and free < min_free * before:
+            return 0
         tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if "embedding_fulltext_search" in tables:
             db.execute("INSERT INTO embedding_fulltext_search(embedding_fulltext_search) VALUES ('optimize')")

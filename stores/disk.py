@@ -78,7 +78,11 @@ def _free(path: Path) -> int | None:
 
 
 _UNUSABLE = frozenset({errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOTDIR, errno.EISDIR})
-_DAMAGED = ("database disk image is malformed", "file is not a database", "file is encrypted or is not a database")
+_DAMAGED = (
+    "database disk image is malformed",
+    "file is not a database",
+    "file is encrypted or is not a database",
+)
 
 
 def storage_problem(exc: BaseException, data_dir: str | Path) -> str | None:
@@ -113,10 +117,17 @@ def damaged_databases(data_dir: Path) -> list[Path]:
         if not path.is_file() or path.name.endswith(("-wal", "-shm", "-journal")):
             continue
         try:
-            with contextlib.closing(sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True, timeout=1)) as db:
+            with contextlib.closing(
+                sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True, timeout=1)
+            ) as db:
                 ok = db.execute("PRAGMA quick_check").fetchone()
         except sqlite3.Error:
             ok = None
         if not ok or ok[0] != "ok":
             found.append(path)
     return found
+
+
+def free_pages_bytes(db: sqlite3.Connection) -> int:
+    """Bytes of ``db``'s pages that deletions freed and only ``VACUUM`` gives back to the disk."""
+    return db.execute("PRAGMA freelist_count").fetchone()[0] * db.execute("PRAGMA page_size").fetchone()[0]

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
+from stores.disk import free_pages_bytes
 from stores.text_analysis import ANALYZER_VERSION, tokenize
 
 if TYPE_CHECKING:
@@ -197,7 +198,9 @@ class BM25Index:
 
     def ids(self) -> set[str]:
         with self._lock:
-            return set(self._docs) if self._loaded else {row[0] for row in self._stored("SELECT id FROM chunks")}
+            return (
+                set(self._docs) if self._loaded else {row[0] for row in self._stored("SELECT id FROM chunks")}
+            )
 
     def tags(self) -> dict[str, str]:
         """Every indexed chunk id -> its tag ('' when none): what a caller recorded of the text it indexed
@@ -259,7 +262,11 @@ class BM25Index:
             if not self._loaded:  # write-only: the rows go to the file, nothing stays in memory
                 for chunk_id, terms, groupset in prepared:
                     groups = json.dumps(sorted(groupset), ensure_ascii=False)
-                    self._pending[chunk_id] = (" ".join(terms), groups, tags.get(chunk_id, "") if tags else "")
+                    self._pending[chunk_id] = (
+                        " ".join(terms),
+                        groups,
+                        tags.get(chunk_id, "") if tags else "",
+                    )
                 self._changes += 1
                 self._autosave()
                 return
@@ -340,12 +347,16 @@ class BM25Index:
             self._pending.clear()  # only once committed: a failed save is retried by the next one
             self._pending_tags.clear()
 
-    def vacuum(self) -> int:
-        """Save, then give the space of removed rows back to the disk; returns the bytes freed."""
+    def vacuum(self, *, force: bool = False, min_free: float = 0.1) -> int:
+        """Save, then give the space of removed rows back to the disk (when ``force``, or when at least
+        ``min_free`` of the file is free pages: it rewrites the whole file); returns the bytes freed."""
         with self._lock:
             self.save()
             before = self.path.stat().st_size
             with closing(sqlite3.connect(self.path, timeout=30, isolation_level=None)) as db:
+                free = free_pages_bytes(db)
+                if not force and free < min_free * before:
+                    return 0
                 db.execute("VACUUM")
                 db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             return max(0, before - self.path.stat().st_size)

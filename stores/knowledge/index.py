@@ -315,7 +315,9 @@ class KnowledgeIndex:
             self.wrote()
             report = {"stray_chunks": len(stray), "missing_chunks": len(missing), "forgotten": sorted(broken)}
             if reclaim:
-                freed = reclaim_space(self.data_dir, self.chroma_url) + self.bm25.vacuum()
+                removed = bool(stray or broken)
+                freed = reclaim_space(self.data_dir, self.chroma_url, force=removed)
+                freed += self.bm25.vacuum(force=removed)
                 report["bytes_reclaimed"] = freed
             return report
 
