@@ -1,4 +1,4 @@
-"""Many threads at once in one process, without a server: what the graph itself overlaps (issue 15, item 2).
+"""Many threads at once in one process, without a server: what the graph itself overlaps.
 
 ``server_concurrency.py`` measures the graph behind a LangGraph server, where the runtime's own CPU per run
 (Aegra's run bookkeeping, its event broker) dominates on this machine. This bench takes the server away and

@@ -1,4 +1,4 @@
-"""Many threads at once against the LangGraph server: ``langgraph dev`` against ``kb-agent serve`` (issues 12, 15).
+"""Many threads at once against the LangGraph server: ``langgraph dev`` against ``kb-agent serve``.
 
 Every scenario drives N threads x T turns (default 50 x 3) with ``langgraph-sdk``: the threads are created
 first, then all of them ask their turns at once, each turn a ``runs.wait`` ("计算 a × b": one calculator

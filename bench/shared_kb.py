@@ -1,4 +1,4 @@
-"""Shared knowledge base (issue 11): two real processes on one Postgres and one Chroma server.
+"""Shared knowledge base: two real processes on one Postgres and one Chroma server.
 
 Process A (this one) bulk-loads synthetic chunks (hashing embedder, see ``kb_speed.bulk_load``) into the
 shared KB. Process B (``--replica``, a subprocess with its own data dir) then:

@@ -1,4 +1,4 @@
-"""Prompt-token estimate against what the endpoint reports, before and after calibration (issue 13, item 16).
+"""Prompt-token estimate against what the endpoint reports, before and after calibration.
 
 Questions (Chinese, English, mixed) go through the whole graph to the loopback OpenAI-compatible server,
 which reports each request's prompt tokens with ``tests.fixtures.openai_server.reference_prompt_tokens``

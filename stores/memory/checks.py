@@ -92,6 +92,12 @@ def memory_tool_ran(messages: Sequence[BaseMessage]) -> bool:
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 _ID_CARD = r"[1-9]\d{5}(?:18|19|20)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])\d{3}[\dXx]"
 _VALUE = r"\s*(?:number|no\.?|号码?|#)?\s*(?:是|为|:|=|is|was)?\s*"
+# What names a personal identity number (China, passports, and the national ones of the US, Canada, the UK,
+# Australia): the number that follows it is one, however it is grouped.
+_ID_WORD = (
+    r"身份证|证件号|护照|社保号|社会保险号|\bpassport|\bssn\b|social\s+security|\bsin\b|social\s+insurance"
+    r"|\bni(?:no)?\b|national\s+insurance|\btfn\b|tax\s+file\s+number"
+)
 # What names a secret, and how a sentence sets one: "密码叫 …", "口令改成了 …", "PIN 码是 …", "pw: …",
 # "passphrase is …", "set the password to …".
 _SECRET_WORD = r"(?:密码|口令|暗号|PIN\s*码?|\bpin(?:\s*code)?|\bpass(?:word|phrase|code)s?|\bpasswd|\bpwd|\bpw)"
@@ -103,7 +109,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "id_card",
         re.compile(
-            rf"(?:身份证|证件号|护照|\bpassport|\bssn\b|social\s+security){_VALUE}[a-z]{{0,2}}\d[\da-z-]{{5,}}",
+            rf"(?:{_ID_WORD}){_VALUE}[a-z]{{0,2}}\s?\d(?:[\da-z-]|\s(?=\d)){{5,}}",
             re.I,
         ),
     ),

@@ -1,4 +1,4 @@
-"""A slow endpoint (10 s) or one that drops the connection mid-answer, under concurrency (#15 "Bad inputs").
+"""A slow endpoint (10 s) or one that drops the connection mid-answer, under concurrency.
 
 Several conversations run at once against the loopback server; the question decides how the endpoint
 treats each one. A bad run fails alone with a clear ModelError (its own timeout, or the dropped

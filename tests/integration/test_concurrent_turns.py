@@ -1,4 +1,4 @@
-"""Turns run side by side on one event loop keep their model requests in flight together (issue #15).
+"""Turns run side by side on one event loop keep their model requests in flight together.
 
 ``langgraph dev`` runs every run as a task on one shared event loop, with blockbuster raising on any
 blocking call made there; ``kb-agent serve`` does the same per worker. A node that blocked that loop (a sync

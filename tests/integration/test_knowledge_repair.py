@@ -1,4 +1,4 @@
-"""The index repairs itself (issue 14 items 3-4): orphan chunks after a killed ingest, `kb-agent repair`, and
+"""The index repairs itself: orphan chunks after a killed ingest, `kb-agent repair`, and
 a document from another ingest root is never replaced silently. On both storage backends (``store_backend``):
 with Postgres and a Chroma server, a killed process also loses its in-memory BM25."""
 
@@ -116,7 +116,7 @@ def test_the_same_relative_path_from_another_root_is_refused_naming_both_roots(t
 def test_kill_9_at_random_points_of_ingests_leaves_nothing_searchable_and_nothing_orphaned(
     tmp_path: Path, store_backend: Backend
 ) -> None:
-    """#14: 20 ingests killed at seeded-random moments; after each, search serves only manifest chunks, and
+    """20 ingests killed at seeded-random moments; after each, search serves only manifest chunks, and
     the next ingest reconciles, so the three stores end equal to the folder's chunks."""
     import random
     import time

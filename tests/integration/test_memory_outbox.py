@@ -1,4 +1,4 @@
-"""No lost extractions (issue 11 Deliver 5): a turn's memory work is durable before the answer returns."""
+"""No lost extractions: a turn's memory work is durable before the answer returns."""
 
 from __future__ import annotations
 

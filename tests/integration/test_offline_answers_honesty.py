@@ -1,4 +1,4 @@
-"""The offline model answers only what it can (issue 13, items 4–5), through the whole graph and a real KB.
+"""The offline model answers only what it can, through the whole graph and a real KB.
 
 No weather tool: it says so instead of giving the date. Loosely related passages are not an answer.
 English questions get English answers and summaries. Seed 003's summary requests carry their passage count.

@@ -1,4 +1,4 @@
-"""The offline model tells the truth about memory (issue 13, items 1–3), through the whole default graph.
+"""The offline model tells the truth about memory, through the whole default graph.
 
 A memory reply reports what the seven rules actually decided; a question about the user is answered from
 recalled memories, never stored; a remember request is never arithmetic; a correction updates the old memory.

@@ -1,4 +1,4 @@
-"""The offline model's requests fit its window (issue 13, item 6): no WARNING for a normal KB question.
+"""The offline model's requests fit its window: no WARNING for a normal KB question.
 
 Passages that do not fit are dropped silently (lowest ranked first); a warning is left for when something
 the user asked for (their own question) cannot fit.

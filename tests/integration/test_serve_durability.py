@@ -1,4 +1,4 @@
-"""Kill -9 of ``kb-agent serve`` under a load of concurrent runs, repeated at random points (issue 12 item 3).
+"""Kill -9 of ``kb-agent serve`` under a load of concurrent runs, repeated at random points.
 
 Clients keep asking unique sums on threads of their own (``runs.create`` + ``runs.join``), and every third
 run is one that fails inside the graph (a recursion limit of 2 steps). Meanwhile the server process is killed with SIGKILL

@@ -1,4 +1,4 @@
-"""Postgres restarted under load (issue 12, bad inputs): runs fail cleanly, later runs succeed, the server
+"""Postgres restarted under load: runs fail cleanly, later runs succeed, the server
 stays up.
 
 The server runs on a Postgres cluster of the test's own (``private_postgres``: initdb + pg_ctl as the

@@ -1,4 +1,4 @@
-"""Two ``kb-agent serve`` replicas on one Postgres, one Redis and one Chroma server (issue 12 item 4).
+"""Two ``kb-agent serve`` replicas on one Postgres, one Redis and one Chroma server.
 
 A thread started through one continues through the other; an approval raised through one is resumed
 through the other; a memory written through one is recalled through the other (long-term memory and the

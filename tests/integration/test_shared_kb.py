@@ -1,4 +1,4 @@
-"""Several processes on one knowledge base (issue 11): what one writes, the others see at their next query.
+"""Several processes on one knowledge base: what one writes, the others see at their next query.
 
 Processes are real ``kb-agent`` subprocesses, and this test process keeps a knowledge base open the way
 ``langgraph dev`` or a replica does. Every test runs on both backends (``store_backend``): embedded,

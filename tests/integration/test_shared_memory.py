@@ -1,4 +1,4 @@
-"""Long-term memory across processes (issue 11 Deliver 4): one record per fact, however many processes add it.
+"""Long-term memory across processes: one record per fact, however many processes add it.
 
 On both backends (``store_backend``): embedded, where the processes share one data dir, and shared, where
 each has its own data dir and they meet in the Chroma server and Postgres.

@@ -1,4 +1,4 @@
-"""Token counts calibrate (issue 13, item 16): the estimate is corrected by the usage an endpoint reports."""
+"""Token counts calibrate: the estimate is corrected by the usage an endpoint reports."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Consecutive model requests share a long prefix (issue #15): a provider's prompt cache reuses it.
+"""Consecutive model requests share a long prefix: a provider's prompt cache reuses it.
 
 What changes least comes first: rules and summary, history, the question with this turn's memories and
 passages, the turn's tool calls, and last the budget note, the one part that changes every round.

@@ -1,4 +1,4 @@
-"""A hypothesis state machine over ingest / delete / prune / a crashing ingest / reopen / trash (#14): the
+"""A hypothesis state machine over ingest / delete / prune / a crashing ingest / reopen / trash: the
 manifest, Chroma and BM25 hold the same chunk ids after every step, and search serves only those."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The memory filter catches PEM private keys and phone numbers written in Chinese numerals (#14)."""
+"""The memory filter catches PEM private keys and phone numbers written in Chinese numerals."""
 
 from __future__ import annotations
 
@@ -76,3 +76,32 @@ def test_the_email_rule_the_readme_states() -> None:
         content_problem("semantic", memory, latest_user_message="remember my e-mail: me@other.org")
         is not None
     )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "my SIN is 046 454 286",
+        "Social insurance number: 046-454-286",
+        "My NI number is QQ 12 34 56 C",
+        "NINO AB123456C",
+        "tax file number 123 456 782",
+        "我的社保号是 1234 5678 90",
+        "SSN 078 05 1120",
+    ],
+)
+def test_national_identity_numbers_are_sensitive_however_grouped(text: str) -> None:
+    assert "id_card" in sensitive_kinds(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the sin of pride is one of seven",
+        "I live at 46 454 Main Street",
+        "our tax file is 3 pages long",
+        "passport photos cost 40 yuan",
+    ],
+)
+def test_words_that_name_an_identity_number_without_one_are_not_sensitive(text: str) -> None:
+    assert "id_card" not in sensitive_kinds(text)
