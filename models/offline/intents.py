@@ -174,7 +174,7 @@ def compose_answer(question: str, results: list[tuple[str, dict[str, Any], str, 
     lines = [describe_result(tool, args, content, status, zh) for tool, args, content, status in results]
     calc = [r for r in results if r[0] == "calculator" and r[3] == "success"]
     lead = ""
-    if calc:
+    if calc and len(results) > 1:  # one line already reads "123 × 456 = 56088": saying it twice is noise
         final = calc[-1][2]
         lead = (f"计算结果：{final}。" if zh else f"The result is {final}.") + "\n"
     return lead + "\n".join(lines)
