@@ -48,6 +48,34 @@ def _open(user: str | None) -> tuple[ChromaMemoryStore, str]:
         raise  # unreachable: _fail exits
 
 
+_ID_CAPTION = "ids shortened: edit and delete take them as shown; --json gives them whole"
+SHORT_ID = 8  # characters of a memory id shown in tables (more when needed to tell two apart)
+
+
+def short_ids(ids: list[str]) -> dict[str, str]:
+    """Each id's shortest prefix of at least ``SHORT_ID`` characters that no other of ``ids`` starts with."""
+    shown_as: dict[str, str] = {}
+    for one in ids:
+        size = SHORT_ID
+        while size < len(one) and any(other != one and other.startswith(one[:size]) for other in ids):
+            size += 1
+        shown_as[one] = one[:size]
+    return shown_as
+
+
+def _resolve(store: ChromaMemoryStore, user_id: str, given: str) -> str:
+    """The id ``given`` names: itself, or the one id of this user's memories it is the start of (as
+    tables show them); an unknown id is returned as is, for the store's own answer."""
+    given = given.strip()
+    ids = [m["id"] for m in store.list(user_id, include_expired=True)]
+    if given in ids or len(given) < 4:
+        return given
+    matches = [one for one in ids if one.startswith(given)]
+    if len(matches) > 1:
+        _fail(f"{given!r} is the start of {len(matches)} memory ids: give more of it", 2)
+    return matches[0] if matches else given
+
+
 def _show(records: list[MemoryRecord], as_json: bool) -> None:
     if as_json:
         typer.echo(json_text(records))
@@ -55,10 +83,11 @@ def _show(records: list[MemoryRecord], as_json: bool) -> None:
     if not records:
         out.print("[dim]no memories[/dim]")
         return
-    table = Table("id", "type", "content", "updated", "expires")
+    table = Table("id", "type", "content", "updated", "expires", caption=_ID_CAPTION)
+    short = short_ids([m.get("id", "") for m in records])
     for m in records:
         table.add_row(
-            m.get("id", ""),
+            short[m.get("id", "")],
             m.get("memory_type", ""),
             shown(m.get("content", "")),
             (m.get("updated_at") or "")[:19],
@@ -119,24 +148,26 @@ def add_memory(
 
 @memories.command("edit")
 def edit_memory(
-    memory_id: str = typer.Argument(..., help="The memory's id (see `memories list`)."),
+    memory_id: str = typer.Argument(..., help="The memory's id, whole or as `memories list` shows it."),
     content: str = typer.Argument(..., help="The corrected content."),
     user: str | None = UserOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Correct a memory's content (its type stays)."""
     store, user_id = _open(user)
+    memory_id = _resolve(store, user_id, memory_id)
     _report(store.manage(user_id, "UPDATE", content=content, memory_id=memory_id), as_json, "updated")
 
 
 @memories.command("delete")
 def delete_memory(
-    memory_id: str = typer.Argument(..., help="The memory's id (see `memories list`)."),
+    memory_id: str = typer.Argument(..., help="The memory's id, whole or as `memories list` shows it."),
     user: str | None = UserOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Delete a memory for good."""
     store, user_id = _open(user)
+    memory_id = _resolve(store, user_id, memory_id)
     _report(store.manage(user_id, "DELETE", memory_id=memory_id), as_json, "deleted")
 
 
@@ -154,11 +185,19 @@ def audit_history(
         typer.echo(json_text([e.as_dict() for e in entries]))
         return
     table = Table("time", "source", "action", "status", "memory", "old → new / reason")
+    short = short_ids([e.memory_id for e in entries if e.memory_id])
     for e in entries:
         detail: Any = e.reason if e.status == "rejected" else f"{e.old_content or ''} → {e.new_content or ''}"
         if e.rule:
             detail = f"rule {e.rule}: {detail}"
-        table.add_row(e.created_at[:19], e.source, e.action, e.status, e.memory_id or "", shown(str(detail)))
+        table.add_row(
+            e.created_at[:19],
+            e.source,
+            e.action,
+            e.status,
+            short.get(e.memory_id or "", ""),
+            shown(str(detail)),
+        )
     out.print(table)
 
 
@@ -177,7 +216,14 @@ def pending_memories(user: str | None = UserOption, as_json: bool = JsonOption) 
         return
     table = Table("id", "time", "action", "type", "content", "why")
     for e in held:
-        table.add_row(str(e.id), e.created_at[:19], e.action, e.memory_type or "", shown(e.new_content or ""), shown(e.reason or ""))
+        table.add_row(
+            str(e.id),
+            e.created_at[:19],
+            e.action,
+            e.memory_type or "",
+            shown(e.new_content or ""),
+            shown(e.reason or ""),
+        )
     out.print(table)
     out.print("[dim]kb-agent memories confirm ID · kb-agent memories drop ID[/dim]")
 

@@ -370,7 +370,9 @@ def test_a_high_risk_fact_waits_for_the_user_who_confirms_or_drops_it_by_command
         first = agent.ask("记住我在吃降压药", thread_id="t1")
         assert agent.memory is not None and agent.memory.drain(10)
         second = agent.ask("你好", thread_id="t1")
-    assert "降压药" not in json.dumps(agent.memories("dora"), ensure_ascii=False)  # nothing pending is recalled
+    assert "降压药" not in json.dumps(
+        agent.memories("dora"), ensure_ascii=False
+    )  # nothing pending is recalled
     assert "还没有保存" in first.text and "memories confirm" in first.text  # the verdict, not "记住了"
     assert second.pending_memories == 1
     run = CliRunner().invoke
@@ -399,8 +401,40 @@ def test_the_memory_tools_use_the_store_given_to_build_graph(
     monkeypatch.setattr("graph.services.Services.memory_store", settings_store)
     memory: Any = BackgroundMemoryUpdater(store) if background else store
     remember = AIMessage("", tool_calls=[tool_call("remember", {"content": "用户喜欢喝茶"})])
-    g = build_graph(InMemorySaver(), model=ScriptedChatModel([remember, "记下了。"]), memory=memory, knowledge=None)
+    g = build_graph(
+        InMemorySaver(), model=ScriptedChatModel([remember, "记下了。"]), memory=memory, knowledge=None
+    )
     ask(g, "请记住我喜欢喝茶", "t1", "alice")
     if background:
         assert memory.drain(10)
     assert [m["content"] for m in store.list("alice")] == ["用户喜欢喝茶"]
+
+
+@pytest.mark.usefixtures("store_backend")
+def test_memory_tables_show_ids_that_edit_and_delete_take_as_shown(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KB_AGENT_EMBEDDER", "hashing")
+    app = typer.Typer()
+    app.command()(lambda: None)
+    memory_cli.register(app)
+    run = CliRunner().invoke
+    long_fact = "用户在上海的一家做数据平台的公司工作，负责把各个业务线的报表迁移到新的仓库里，" * 3
+    memory_id = json.loads(run(app, ["memories", "add", long_fact, "--user", "erin", "--json"]).stdout)[
+        "memory_id"
+    ]
+
+    table = run(app, ["memories", "list", "--user", "erin"]).stdout
+    short = memory_cli.short_ids([memory_id])[memory_id]
+    assert short in table and "…" not in table.split(short)[1][:1]  # shown whole, however narrow
+    assert run(app, ["memories", "edit", short, "用户在深圳工作", "--user", "erin"]).exit_code == 0
+    assert short in run(app, ["memories", "audit", "--user", "erin"]).stdout
+    assert run(app, ["memories", "delete", short, "--user", "erin"]).exit_code == 0
+    assert json.loads(run(app, ["memories", "list", "--user", "erin", "--json"]).stdout) == []
+
+
+def test_short_ids_grow_until_they_tell_ids_apart() -> None:
+    ids = ["abcdef0123", "abcdef0199", "ffff000011"]
+    assert memory_cli.short_ids(ids) == {
+        "abcdef0123": "abcdef012",
+        "abcdef0199": "abcdef019",
+        "ffff000011": "ffff0000",
+    }
