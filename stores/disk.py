@@ -14,9 +14,8 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
-LOW_SPACE_BYTES = (
-    1024 * 1024
-)  # less than this free where the data lives, and a write failed: the disk is full
+# less than this free where the data lives, and a write failed: the disk is full
+LOW_SPACE_BYTES = 1024 * 1024
 _NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT})
 _MESSAGES = (
     "no space left on device",
@@ -77,7 +76,8 @@ def _free(path: Path) -> int | None:
     return None
 
 
-_UNUSABLE = frozenset({errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOTDIR, errno.EISDIR})
+_UNUSABLE = frozenset({errno.EACCES, errno.EPERM, errno.ENOTDIR, errno.EISDIR})
+_READ_ONLY = ("attempt to write a readonly database", "read-only file system", "readonly database")
 _DAMAGED = (
     "database disk image is malformed",
     "file is not a database",
@@ -91,6 +91,12 @@ def storage_problem(exc: BaseException, data_dir: str | Path) -> str | None:
     if full := disk_full(exc, data_dir):
         return str(full)
     for cause in _chain(exc):
+        if _read_only(cause):
+            return (
+                f"cannot write {data_dir}: it is read-only (its file system, or its files' permissions); "
+                "kb-agent writes there even to read (locks, logs, migrations): make it writable, or point "
+                "KB_AGENT_HOME at a writable copy; nothing was changed"
+            )
         if isinstance(cause, OSError) and cause.errno in _UNUSABLE:
             where = cause.filename or data_dir
             return (
@@ -108,6 +114,14 @@ def storage_problem(exc: BaseException, data_dir: str | Path) -> str | None:
                 f"to start that store afresh{hint}; nothing was changed"
             )
     return None
+
+
+def _read_only(exc: BaseException) -> bool:
+    if isinstance(exc, OSError) and exc.errno == errno.EROFS:
+        return True
+    if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_READONLY:
+        return True
+    return any(message in str(exc).lower() for message in _READ_ONLY)
 
 
 def damaged_databases(data_dir: Path) -> list[Path]:

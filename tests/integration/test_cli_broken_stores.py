@@ -1,13 +1,15 @@
 """A store that cannot be used is one line naming the path and what to do, exit 1, for every command: a data
-folder that cannot be created, a damaged threads database, a damaged Chroma database. Nothing is changed by
-the attempt."""
+folder that cannot be created, a read-only one, a damaged threads database, a damaged Chroma database.
+Nothing is changed by the attempt."""
 
 from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -78,3 +80,47 @@ def test_a_damaged_chroma_database_is_named_with_what_to_do(used_home: Path, tmp
     target = _copy_with(used_home, tmp_path / "home", "chroma/chroma.sqlite3")
     line = _one_line(_run(tmp_path / "home", *args))
     assert str(target) in line and "damaged" in line and "kb-agent repair" in line, line
+
+
+@pytest.fixture
+def read_only_home(used_home: Path, tmp_path: Path) -> Iterator[Path]:
+    """A copy of ``used_home`` on a file system mounted read-only (a backup medium, a locked-down volume)."""
+    disk = tmp_path / "ro"
+    disk.mkdir()
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("needs root to mount a file system read-only")
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(disk)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        subprocess.run(["cp", "-r", str(used_home), str(disk / "home")], check=True)
+        subprocess.run(["mount", "-o", "remount,ro", str(disk)], check=True)
+        yield disk / "home"
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["ask", "计算 1 + 1"],
+        ["search", "leave"],
+        ["ingest", str(REPO / "README.md")],
+        ["stats"],
+        ["memories", "list"],
+        ["memories", "add", "I prefer coffee"],
+        ["threads", "list"],
+        ["trash", "list"],
+        ["repair"],
+    ],
+)
+def test_a_read_only_data_folder_is_one_line_that_says_so(read_only_home: Path, args: list[str]) -> None:
+    before = _digest(read_only_home)
+    line = _one_line(_run(read_only_home, *args))
+    assert str(read_only_home) in line and "read-only" in line and "KB_AGENT_HOME" in line, line
+    assert _digest(read_only_home) == before
+
+
+def _digest(home: Path) -> str:
+    files = sorted(path for path in home.rglob("*") if path.is_file())
+    return hashlib.sha256(b"".join(path.read_bytes() for path in files)).hexdigest()
