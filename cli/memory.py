@@ -49,7 +49,7 @@ def _open(user: str | None) -> tuple[ChromaMemoryStore, str]:
 
 
 _ID_CAPTION = "ids shortened: edit and delete take them as shown; --json gives them whole"
-SHORT_ID = 8  # characters of a memory id shown in tables (more when needed to tell two apart)
+SHORT_ID = 12  # characters of a memory id in tables ("mem_" and 8 more; more when needed to tell two apart)
 
 
 def short_ids(ids: list[str]) -> dict[str, str]:

@@ -156,15 +156,28 @@ def _about_user_reply(question: str, messages: Sequence[BaseMessage], zh: bool) 
     return ("根据我记住的信息：\n" if zh else "From what I remember about you:\n") + lines
 
 
+def _forget_reply(question: str, messages: Sequence[BaseMessage], zh: bool) -> str:
+    """Say which recalled memories the request names (the offline extractor's own choice, which the memory
+    update applies after the answer), or that none does: never a promise to forget what is not there."""
+    memories = memories_in_prompt(messages)
+    by_id = {m["id"]: m for m in memories}
+    ops = OfflineExtractor.forget(question, memories)  # type: ignore[arg-type]
+    named = [by_id[op["target_id"]] for op in ops if op["action"] == "DELETE" and op["target_id"] in by_id]
+    if not named:
+        if zh:
+            return "我没有与此相符的记忆，所以没有可忘掉的内容（可用 /memories 查看我记住的全部）。"
+        return "I have no memory that matches that, so there is nothing to forget (see them all with /memories)."
+    lines = "\n".join(f"- {m['content']} [{m['id']}]" for m in named)
+    if zh:
+        return f"回答之后，我会按记忆规则忘掉：\n{lines}\n（可用 /memories 查看结果）"
+    return f"After this answer I will forget, under the memory rules:\n{lines}\n(check with /memories)"
+
+
 def memory_reply(question: str, messages: Sequence[BaseMessage] = ()) -> str | None:
     """A reply when no memory tool ran: questions about the user, forget requests, statements to keep."""
     zh = has_cjk(question)
     if has_forget_intent(question):
-        return (
-            "好的，我会按记忆规则忘掉这条记忆（回答之后生效，可用 /memories 查看结果）。"
-            if zh
-            else "I will forget that under the memory rules (after this answer; check with /memories)."
-        )
+        return _forget_reply(question, messages, zh)
     recalled = bool(memories_in_prompt(messages))
     if is_question(question) and (_SELF_QUESTION.search(question) or (recalled and _ABOUT_ME.search(question))):
         return _about_user_reply(question, messages, zh)

@@ -432,9 +432,9 @@ def test_memory_tables_show_ids_that_edit_and_delete_take_as_shown(monkeypatch: 
 
 
 def test_short_ids_grow_until_they_tell_ids_apart() -> None:
-    ids = ["abcdef0123", "abcdef0199", "ffff000011"]
+    ids = ["mem_abcdef0123aa", "mem_abcdef0199bb", "mem_ffff000011cc"]
     assert memory_cli.short_ids(ids) == {
-        "abcdef0123": "abcdef012",
-        "abcdef0199": "abcdef019",
-        "ffff000011": "ffff0000",
+        "mem_abcdef0123aa": "mem_abcdef012",
+        "mem_abcdef0199bb": "mem_abcdef019",
+        "mem_ffff000011cc": "mem_ffff0000",
     }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -222,3 +223,23 @@ def test_capabilities_reply_without_tools() -> None:
 def test_iso_dates_are_not_arithmetic() -> None:
     steps = intents.plan_steps("2024-03-15 是星期几", ALL)
     assert [s.tool for s in steps] == ["get_current_date"]
+
+
+def _recalled(*memories: tuple[str, str]) -> list[Any]:
+    from langchain_core.messages import HumanMessage, SystemMessage
+
+    lines = "\n".join(f"- [{mid}] (semantic) {content}" for mid, content in memories)
+    return [SystemMessage(f"rules\n<user_memories>\n{lines}\n</user_memories>"), HumanMessage("q")]
+
+
+def test_a_forget_request_names_what_will_be_forgotten_or_says_nothing_matches() -> None:
+    from models.offline.memory_intents import memory_reply
+
+    held = _recalled(("mem_1", "The user lives in Beijing"), ("mem_2", "The user likes green tea"))
+    reply = memory_reply("forget where I live", held)
+    assert reply is not None and "The user lives in Beijing [mem_1]" in reply and "mem_2" not in reply
+    for question, messages in [("forget where I live", []), ("forget my shoe size", held)]:
+        reply = memory_reply(question, messages)
+        assert reply is not None and "nothing to forget" in reply and "I will forget that" not in reply
+    zh = memory_reply("忘掉我的鞋码", _recalled(("mem_3", "用户住在北京")))
+    assert zh is not None and "没有可忘掉" in zh
