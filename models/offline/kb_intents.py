@@ -19,11 +19,17 @@ from models.offline.intents import Step
 from models.tokens import has_cjk
 from stores.text_analysis import tokenize
 
+# A question about how many documents there are: a count word near a document noun, in either order, or the
+# knowledge base's statistics by name. "找几篇关于 RAG 的文档" asks for documents, not their count: a request
+# with a search verb or a topic is left to the search rules.
+_COUNT_WORD = r"(?:多少|几|数量|数目|总数|how many|number of|count of|total)"
+_DOC_NOUN = r"(?:文档|文件|资料|片段|chunks?|documents?|docs|files|passages)"
 _STATS = re.compile(
-    r"多少(?:篇|个|份)?(?:文档|文件|资料)|(?:文档|文件)(?:数量|数目|总数)|知识库.{0,8}(?:统计|状态|规模|情况)|"
-    r"how many (?:documents|docs|files|chunks)|knowledge[- ]base (?:stats|statistics|size)",
+    rf"{_COUNT_WORD}[^，,。.？?]{{0,6}}?{_DOC_NOUN}|{_DOC_NOUN}[^，,。.？?]{{0,6}}?(?:数量|数目|总数|有多少|有几)|"
+    r"知识库.{0,8}(?:统计|状态|规模|情况)|knowledge[- ]base (?:stats|statistics|size)",
     re.IGNORECASE,
 )
+_TOPICAL = re.compile(r"关于|有关|相关|\babout\b|\bregarding\b|\bon the topic\b", re.IGNORECASE)
 _SUMMARY = re.compile(r"摘要|总结|整理|归纳|概括|概述|汇总|summari[sz]e|summary|overview", re.IGNORECASE)
 _ZH_DIGITS = {"一": 1, "两": 2, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10}
 _PASSAGE_COUNT = re.compile(
@@ -49,8 +55,10 @@ _BAD = re.compile(
 _GOOD = re.compile(
     r"很满意|满意|很有用|有帮助|很好|\bhelpful\b|great answer|good answer|satisfied|spot on", re.IGNORECASE
 )
+# A judgement names what it judges: an answer, reply or result, or points back at it ("刚才", "that").
 _ABOUT_PREVIOUS = re.compile(
-    r"刚才|上一个|上面|之前|那个回答|检索结果|\bthat\b|\bprevious\b|\blast\b|answer|result", re.IGNORECASE
+    r"刚才|上一个|上面|之前|回答|答案|回复|结果|\bthat\b|\bthis\b|\bprevious\b|\blast\b|answer|result|reply",
+    re.IGNORECASE,
 )
 _TOPIC_PATTERNS = [
     re.compile(r"有没有\s*(?:关于)?\s*(.+?)\s*(?:相关|有关)?的?(?:文档|资料|内容)"),
@@ -102,11 +110,13 @@ def _has_previous_answer(messages: Sequence[BaseMessage]) -> bool:
 
 def plan_kb_steps(question: str, tools: set[str], messages: Sequence[BaseMessage]) -> list[Step] | None:
     """A plan for a knowledge-base request, or None when the question is not one."""
-    if "submit_feedback" in tools and _has_previous_answer(messages) and _ABOUT_PREVIOUS.search(question):
+    judging = _ABOUT_PREVIOUS.search(question) and not question.rstrip().endswith(("?", "？"))
+    if "submit_feedback" in tools and _has_previous_answer(messages) and judging:
         rating = "bad" if _BAD.search(question) else "good" if _GOOD.search(question) else None
         if rating:
             return [Step("submit_feedback", {"rating": rating, "reason": question.strip()[:1000]})]
-    if "knowledge_stats" in tools and _STATS.search(question):
+    counting = _STATS.search(question) and not _SEARCH.search(question) and not _TOPICAL.search(question)
+    if "knowledge_stats" in tools and counting:
         return [Step("knowledge_stats", {})]
     wants_summary = "generate_summary" in tools and _SUMMARY.search(question)
     wants_search = "search_knowledge" in tools and _SEARCH.search(question)
