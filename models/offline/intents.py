@@ -181,18 +181,37 @@ def compose_answer(question: str, results: list[tuple[str, dict[str, Any], str, 
 
 
 def capabilities_reply(question: str, tools: set[str]) -> str:
-    """What the offline model says when no rule applies: what it can do and how to get a real model."""
+    """What the offline model says when no rule applies: that it did not understand, what it can do with
+    this turn's tools, and how to get a real model."""
     zh = has_cjk(question)
     names = ", ".join(sorted(tools)) or ("无" if zh else "none")
+    can = [("算术（如“计算 123 × 456”）", "arithmetic (e.g. 'what is 123 * 456')")]
+    can.append(("日期时间（如“今天几号”）", "dates and times ('what is the date today')"))
+    if "search_knowledge" in tools:
+        can.append(
+            (
+                "回答关于知识库文档的问题（如“差旅怎么报销？”）",
+                "questions about your documents ('how do I claim travel expenses?')",
+            )
+        )
+    if "remember" in tools:
+        can.append(
+            (
+                "记住或忘掉关于你的事（“记住我住在上海”“忘掉我住在哪里”）",
+                "remembering or forgetting things about you ('remember that I live in Shanghai', 'forget where I live')",
+            )
+        )
     if zh:
         return (
-            "我是 kb-agent 的离线演示模型，只按规则处理固定类型的请求：算术（如“计算 123 × 456”）、"
-            f"日期时间（如“今天几号”）。本轮可用的工具：{names}。"
-            "要回答开放问题，请设置 KB_AGENT_BASE_URL / KB_AGENT_API_KEY / KB_AGENT_MODEL 接入真实模型。"
+            "我是 kb-agent 的离线演示模型，没能理解这个请求；我只按规则处理固定类型的请求："
+            + "、".join(item for item, _ in can)
+            + f"。本轮可用的工具：{names}。"
+            "要处理开放的请求，请设置 KB_AGENT_BASE_URL / KB_AGENT_API_KEY / KB_AGENT_MODEL 接入真实模型。"
         )
     return (
-        "I am kb-agent's offline demo model and only handle fixed kinds of requests by rule: arithmetic "
-        "(e.g. 'what is 123 * 456'), and dates and times ('what is the date today'). Tools available this "
-        f"turn: {names}. For open questions, set KB_AGENT_BASE_URL / KB_AGENT_API_KEY / KB_AGENT_MODEL to "
-        "use a real model."
+        "I am kb-agent's offline demo model and did not understand this request; I only handle fixed kinds "
+        "of requests by rule: "
+        + "; ".join(item for _, item in can)
+        + f". Tools available this turn: {names}. "
+        "For open requests, set KB_AGENT_BASE_URL / KB_AGENT_API_KEY / KB_AGENT_MODEL to use a real model."
     )

@@ -212,11 +212,15 @@ def passages_in_prompt(messages: Sequence[BaseMessage]) -> list[dict[str, str]]:
 
 
 def knowledge_reply(question: str, messages: Sequence[BaseMessage], tools: set[str]) -> str | None:
-    """Answer from retrieved passages, or say the knowledge base has nothing; None for non-questions."""
+    """Answer from retrieved passages, or say the knowledge base has nothing; None for what is not a
+    question ("Book me a flight", "以后叫我老王"): "nothing in the knowledge base" would be true but would
+    hide that the request was not understood, which the capabilities reply says instead."""
+    from models.offline.memory_intents import is_question
+
     passages = passages_in_prompt(messages)
     if passages:
         return answer_from_passages(question, passages, cut=RELEVANCE_CUT)
-    if "search_knowledge" in tools and tokenize(question):
+    if "search_knowledge" in tools and tokenize(question) and is_question(question):
         zh = has_cjk(question)
         return (
             "知识库中没有找到与这个问题相关的资料。可以换个说法再问，或先用 kb-agent ingest 导入文档。"

@@ -60,3 +60,33 @@ def test_a_sentence_that_judges_no_answer_is_not_feedback(question: str) -> None
 
 def test_without_an_earlier_answer_there_is_nothing_to_rate() -> None:
     assert tools_of("这个回答不对，没用") != ["submit_feedback"]
+
+
+ALL_TOOLS = TOOLS | {"calculator", "get_current_date", "remember", "forget"}
+
+
+@pytest.mark.parametrize(
+    "request_text",
+    [
+        "Book me a flight to Tokyo",
+        "给张三发封邮件说我晚点到",
+        "以后叫我老王",
+        "I moved to Shenzhen last month",
+    ],
+)
+def test_a_request_no_rule_understands_is_told_what_the_model_can_do(request_text: str) -> None:
+    from models.offline.intents import capabilities_reply
+    from models.offline.kb_intents import knowledge_reply
+
+    assert knowledge_reply(request_text, [], ALL_TOOLS) is None  # not "the knowledge base has nothing"
+    reply = capabilities_reply(request_text, ALL_TOOLS)
+    assert ("did not understand" in reply) or ("没能理解" in reply)
+    assert ("remember" in reply and "documents" in reply) or ("记住" in reply and "知识库" in reply)
+
+
+@pytest.mark.parametrize("question", ["What is our travel policy?", "差旅报销的标准是什么", "公司有年假吗"])
+def test_a_question_with_nothing_found_says_the_knowledge_base_has_nothing(question: str) -> None:
+    from models.offline.kb_intents import knowledge_reply
+
+    reply = knowledge_reply(question, [], ALL_TOOLS)
+    assert reply is not None and ("nothing relevant" in reply or "没有找到" in reply)
