@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from models.offline.numbers import digits_for_words
 from models.tokens import has_cjk
 
 _WORD_OPS: list[tuple[str, str]] = [
@@ -24,7 +25,8 @@ _WORD_OPS: list[tuple[str, str]] = [
     (r"\bdivided by\b|\bover\b", "/"),
     (r"\bplus\b", "+"),
     (r"\bminus\b", "-"),
-    (r"\bto the power of\b|的(?=\d+次方)", "**"),
+    (r"\bto the power of\b|的(?=\s*\d+\s*次方)", "**"),
+    (r"的平方|\bsquared\b", "** 2"),
 ]
 _EXPR = re.compile(
     r"[-+(（]*\s*\d[\d.,\s]*(?:\s*(?:\*\*|[-+*/×÷xX^%＋－＊／％])\s*[-+(（]*\s*\d[\d.,]*\s*[)）]*)+"
@@ -75,7 +77,7 @@ def find_expression(text: str) -> str | None:
     runs short enough for the calculator, so a huge question cannot make this quadratic.
     """
     # Dates (2024-03-15) and phone-like numbers (555-1234) are not subtractions.
-    text = _words_to_symbols(_NOT_ARITHMETIC.sub(" ", text))
+    text = _words_to_symbols(digits_for_words(_NOT_ARITHMETIC.sub(" ", text)))
     candidates: list[str] = []
     for run in _ARITH_RUN.finditer(text):
         chunk = run.group(0)
