@@ -16,13 +16,21 @@ AUDIT_CHARS = 500
 
 
 # -- intents ---------------------------------------------------------------------------------------
-_ZH_DELETE_MEMORY = re.compile(r"(?:删除|删掉|清除|清空|移除|抹掉|去掉).{0,30}(?:记忆|记住的|记下的)")
+# A delete verb and what is remembered, in either order ("删掉关于我的记忆", "把关于我的记忆都删掉").
+_ZH_DELETE_VERB = r"(?:删除|删掉|删了|清除|清空|清掉|移除|抹掉|去掉)"
+_ZH_REMEMBERED = r"(?:记忆|记住的|记下的|记得的)"
+_ZH_DELETE_MEMORY = re.compile(
+    rf"{_ZH_DELETE_VERB}.{{0,30}}{_ZH_REMEMBERED}|{_ZH_REMEMBERED}.{{0,12}}{_ZH_DELETE_VERB}(?![^。！？!?]*[吗？?])"
+)
 _ZH_STOP_REMEMBERING = re.compile(r"(?:不要|别|不用|无需|不必)再?(?:记住|记着|记得|记)")
 _ZH_FORGET = re.compile(r"忘掉|忘记|忘了|忘却")
 _ZH_CLAUSE = re.compile(r"[。！？!?，,；;\n]")
 _ZH_SELF_SUBJECT = re.compile(r"(?<![帮让给])(?:我|他|她)")
 _ZH_REQUEST = re.compile(r"请|麻烦|你|帮我|让")
-_EN_DELETE_MEMORY = re.compile(r"\b(?:delete|remove|erase|drop|clear|wipe|purge)\b.{0,40}\bmemor(?:y|ies)\b")
+_EN_DELETE_MEMORY = re.compile(
+    r"\b(?:delete|remove|erase|drop|clear|wipe|purge)\b.{0,40}"
+    r"\b(?:memor(?:y|ies)|you\s+(?:remember|know)\b)"
+)
 _EN_STOP_REMEMBERING = re.compile(
     r"\b(?:don'?t|do\s+not|stop|no\s+longer)\s+(?:remember(?:ing)?|stor(?:e|ing)|keep(?:ing)?)\b"
 )

@@ -50,9 +50,11 @@ _GENERIC_TERMS = frozenset(
 )
 _ZH_RULE = re.compile(r"^(?:以后|今后|每次|回答|总是|不要|别|请|务必)")
 _EN_RULE = re.compile(r"^(?:always|never|please|answer|reply|respond|use|don't|do not|from now on)\b", re.I)
-_ALL = re.compile(r"所有|全部|一切|everything|all\s+(?:of\s+)?(?:my\s+|your\s+|the\s+)?memor", re.I)
+_ALL = re.compile(
+    r"所有|全部|一切|都(?=删|清|忘|去|抹|移)|everything|all\s+(?:of\s+)?(?:my\s+|your\s+|the\s+)?memor", re.I
+)
 _FORGET_PHRASES = (
-    "忘掉 忘记 忘了 忘却 删除 删掉 清除 清空 移除 抹掉 去掉 记忆 关于 有关 这条 那条 这个 那个 不要 再 记住 "
+    "忘掉 忘记 忘了 忘却 删除 删掉 清除 清空 移除 抹掉 去掉 都 记忆 关于 有关 这条 那条 这个 那个 不要 再 记住 "
     "记得 记着 以前 之前 所有 全部 一切 帮 帮我 把 用户 forget delete remove erase memory memories about "
     "everything all don't remember anymore stop storing keeping"
 )

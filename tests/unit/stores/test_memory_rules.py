@@ -302,6 +302,10 @@ def test_mixed_batch_applies_the_valid_operations_and_counts_them(store: ChromaM
         "delete that memory",
         "remove my memories about tea",
         "don't remember this",
+        "把关于我的记忆都删掉",
+        "记住的那些全清掉",
+        "delete everything you remember about me",
+        "remove what you know about where I live",
     ],
 )
 def test_forget_intent_is_recognised(text: str) -> None:
@@ -319,6 +323,9 @@ def test_forget_intent_is_recognised(text: str) -> None:
         "I forgot my keys",
         "I don't remember where it is",
         "what is the weather",
+        "删掉这个文档",
+        "我的记忆被删掉了吗？",
+        "delete the file you saved yesterday",
         "",
     ],
 )
@@ -411,3 +418,15 @@ def test_offline_extractor_turns_an_explicit_correction_into_an_update() -> None
     # without a correction marker, a new preference is a new memory
     plain = ExtractionRequest("u", "我喜欢详细的回答", (), (old,))  # type: ignore[arg-type]
     assert OfflineExtractor()(plain)["operations"][0]["action"] == "ADD"
+
+
+@pytest.mark.parametrize("text", ["把关于我的记忆都删掉", "delete everything you remember about me"])
+def test_a_request_to_delete_all_names_every_memory(text: str) -> None:
+    from stores.memory.extraction import OfflineExtractor
+
+    memories = [
+        {"id": "m1", "memory_type": "semantic", "content": "The user lives in Beijing"},
+        {"id": "m2", "memory_type": "preference", "content": "用户喜欢绿茶"},
+    ]
+    ops = OfflineExtractor.forget(text, memories)  # type: ignore[arg-type]
+    assert sorted(op["target_id"] for op in ops if op["action"] == "DELETE") == ["m1", "m2"]
