@@ -14,7 +14,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
-from models.extractive import RELEVANCE_CUT, answer_from_passages, summary_head
+from models.extractive import RELEVANCE_CUT, answer_from_passages, relevance, summary_head
 from models.offline.intents import Step
 from models.tokens import has_cjk
 from stores.text_analysis import tokenize
@@ -31,7 +31,19 @@ _STATS = re.compile(
 )
 _TOPICAL = re.compile(r"关于|有关|相关|\babout\b|\bregarding\b|\bon the topic\b", re.IGNORECASE)
 _SUMMARY = re.compile(r"摘要|总结|整理|归纳|概括|概述|汇总|summari[sz]e|summary|overview", re.IGNORECASE)
-_ZH_DIGITS = {"一": 1, "两": 2, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10}
+_ZH_DIGITS = {
+    "一": 1,
+    "两": 2,
+    "二": 2,
+    "三": 3,
+    "四": 4,
+    "五": 5,
+    "六": 6,
+    "七": 7,
+    "八": 8,
+    "九": 9,
+    "十": 10,
+}
 _PASSAGE_COUNT = re.compile(
     r"(?P<n>\d+|[一两二三四五六七八九十])\s*(?:个|段|条|篇|份)?\s*(?:片段|段落|资料|文档|来源|passages?|chunks?|"
     r"documents?|docs?|sources?)|\btop\s*(?P<top>\d+)\b",
@@ -156,12 +168,23 @@ def describe_kb_result(tool: str, content: str, zh: bool, question: str) -> str 
         ids = (
             "、".join(f"[{p['id']}]" for p in passages) if zh else ", ".join(f"[{p['id']}]" for p in passages)
         )
-        head = (
-            f"找到 {len(passages)} 段相关资料：{ids}。"
-            if zh
-            else f"Found {len(passages)} relevant passages: {ids}."
+        # The same test as for passages retrieved before the model: a hit that shares under half of what
+        # was searched for is not quoted as the answer (a lone hit scores 1.0 whatever it says).
+        query = str(data.get("query") or question)
+        relevant = [p for p in passages if relevance(query, str(p.get("text", ""))) >= RELEVANCE_CUT]
+        if not relevant:
+            if zh:
+                return f"搜索找到 {len(passages)} 段资料（{ids}），但都与「{query}」关系不大，不能作为答案。"
+            return f"The search found {len(passages)} passages ({ids}), but none is about '{query}', so none answers it."
+        ids = (
+            "、".join(f"[{p['id']}]" for p in relevant) if zh else ", ".join(f"[{p['id']}]" for p in relevant)
         )
-        return head + "\n" + answer_from_passages(question, passages)
+        head = (
+            f"找到 {len(relevant)} 段相关资料：{ids}。"
+            if zh
+            else f"Found {len(relevant)} relevant passage{'s' if len(relevant) > 1 else ''}: {ids}."
+        )
+        return head + "\n" + answer_from_passages(query, relevant)
     if tool == "generate_summary" and isinstance(data, dict):
         return _summary_text(data, zh)
     if tool == "knowledge_stats" and isinstance(data, dict):
@@ -192,7 +215,11 @@ def _summary_text(data: dict[str, Any], zh: bool) -> str:
     """The summary as the tool wrote it; an extractive one gets its first line in the question's language."""
     summary, topic = str(data.get("summary") or ""), str(data.get("topic") or "")
     if not summary:
-        return f"知识库中没有关于「{topic}」的资料可以总结。" if zh else f"The knowledge base has nothing on '{topic}' to summarise."
+        return (
+            f"知识库中没有关于「{topic}」的资料可以总结。"
+            if zh
+            else f"The knowledge base has nothing on '{topic}' to summarise."
+        )
     if data.get("model") == "offline-extractive":
         _head, _, body = summary.partition("\n")
         return summary_head(topic, len(data.get("sources") or []), zh) + "\n" + body

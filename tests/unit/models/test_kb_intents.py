@@ -90,3 +90,33 @@ def test_a_question_with_nothing_found_says_the_knowledge_base_has_nothing(quest
 
     reply = knowledge_reply(question, [], ALL_TOOLS)
     assert reply is not None and ("nothing relevant" in reply or "没有找到" in reply)
+
+
+def _search_result(query: str, *texts: str) -> str:
+    import json
+
+    passages = [{"id": f"doc{n}.md#0", "score": 1.0, "text": text} for n, text in enumerate(texts)]
+    return json.dumps({"query": query, "passages": passages}, ensure_ascii=False)
+
+
+def test_a_search_hit_that_is_not_about_the_query_is_not_quoted_as_the_answer() -> None:
+    from models.offline.kb_intents import describe_kb_result
+
+    found = _search_result(
+        "茅台 今天 股价", "员工出差需要提交发票。今天起新的标准生效。", "年假需提前三天申请。"
+    )
+    reply = describe_kb_result("search_knowledge", found, True, "帮我查一下茅台今天的股价")
+    assert reply is not None and "根据知识库" not in reply and "关系不大" in reply and "[doc0.md#0]" in reply
+    found = _search_result("Apple stock price", "The travel policy starts today.")
+    reply = describe_kb_result("search_knowledge", found, False, "look up Apple's stock price")
+    assert reply is not None and "From the knowledge base" not in reply and "none answers it" in reply
+
+
+def test_a_search_hit_about_the_query_is_quoted_with_its_citation() -> None:
+    from models.offline.kb_intents import describe_kb_result
+
+    found = _search_result(
+        "年假 申请", "员工每年享有十五天带薪年假，需提前三天在系统中申请。", "出差要交发票。"
+    )
+    reply = describe_kb_result("search_knowledge", found, True, "搜一下年假怎么申请")
+    assert reply is not None and reply.startswith("找到 1 段相关资料：[doc0.md#0]") and "doc1" not in reply
