@@ -6,6 +6,7 @@ Split from ``cli.kb`` (the everyday commands), whose helpers it shares.
 from __future__ import annotations
 
 import hashlib
+import re
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,6 +22,7 @@ from models.rerank import cut_below
 from nodes.settings import Settings
 
 EVAL_CHUNK_TOKENS = 480
+_CHUNK_LABEL = re.compile(r"#\d+$")  # "notes/a.md#3"; a label without it names a source file
 
 
 def _beir_index(folder: Path, ctx: Settings) -> tuple[Any, list[Any], list[str], dict[str, str]]:
@@ -74,18 +76,32 @@ def visible_labels(
     if by_file:
         seen = {*groups, "public"}
         records = kb.manifest.records()
+        existing = set(records)
         visible = {src for src, r in records.items() if seen & set(r.groups or ["public"])}
     else:
+        existing = {p["id"] for p in kb.get(labelled)} if labelled else set()
         visible = {p["id"] for p in kb.get(labelled, groups=groups)} if labelled else set()
     kept, problems = QuerySet(), []
     for q in queries:
         relevant = {cid: g for cid, g in q.relevant.items() if cid in visible}
-        dropped = len(q.relevant) - len(relevant)
+        unknown = sorted(cid for cid in q.relevant if cid not in existing)
+        hidden = len(q.relevant) - len(relevant) - len(unknown)
+        if unknown:  # a typo, a stale id, or a file name in a set labelled by chunks: not a permission
+            kind = "source files" if by_file else "chunk ids (source#n, as `kb-agent search` shows them)"
+            problems.append(
+                f"query {q.qid!r}: {len(unknown)} label(s) not in the knowledge base ({', '.join(unknown[:3])}); "
+                f"labels here are {kind}"
+            )
+        if hidden:
+            problems.append(f"query {q.qid!r}: {hidden} label(s) outside your groups dropped")
         if not any(g >= 1 for g in relevant.values()):
-            problems.append(f"query {q.qid!r}: no relevant chunk your groups may see; skipped")
+            why = (
+                "no relevant chunk your groups may see"
+                if hidden and not unknown
+                else "no relevant label left"
+            )
+            problems.append(f"query {q.qid!r}: {why}; skipped")
             continue
-        if dropped:
-            problems.append(f"query {q.qid!r}: {dropped} label(s) outside your groups dropped")
         kept.append(EvalQuery(q.qid, q.text, relevant, q.type))
     return kept, problems
 
@@ -123,9 +139,7 @@ def evaluate(
     ctx = _context(None, groups)
     if dataset.is_dir():
         if answers:
-            _fail(
-                "--answers needs a JSON test set against your knowledge base, not a BEIR folder", 2
-            )
+            _fail("--answers needs a JSON test set against your knowledge base, not a BEIR folder", 2)
         kb, queries, problems, id_map = _beir_index(dataset, ctx)
 
         def to_doc(chunk_id: str) -> str:
@@ -137,9 +151,15 @@ def evaluate(
             _fail("the knowledge base is empty: ingest documents before evaluating a test set against it")
         queries = load_seed_testset(dataset)
         problems = list(getattr(queries, "problems", []))
-        by_file = bool(queries) and all("#" not in cid for q in queries for cid in q.relevant)
+        kinds = {bool(_CHUNK_LABEL.search(cid)) for q in queries for cid in q.relevant}
+        by_file = kinds == {False}
         if by_file:
             problems.append("the labels name source files, not chunks: scoring at file level")
+        elif kinds == {True, False}:
+            problems.append(
+                "the labels mix chunk ids (source#n) and file names: scoring chunks, so a file name matches "
+                "nothing; label one kind throughout"
+            )
         queries, hidden = visible_labels(kb, queries, ctx.group_list, by_file=by_file)
         problems += hidden
 

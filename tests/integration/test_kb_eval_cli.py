@@ -102,7 +102,11 @@ def test_per_query_lists_ranks_hits_and_misses_worst_first_and_types_break_down(
         tmp_path / "set.json",
         [
             {"question": "RAG 检索增强生成", "relevant_chunk_ids": ["rag.md#0"], "type": "definition"},
-            {"question": "completely unrelated zebra", "relevant_chunk_ids": ["agents.md#0"], "type": "other"},
+            {
+                "question": "completely unrelated zebra",
+                "relevant_chunk_ids": ["agents.md#0"],
+                "type": "other",
+            },
         ],
     )
     result = CliRunner().invoke(app, ["eval", str(testset), "--modes", "bm25", "--json", "--per-query"])
@@ -118,7 +122,9 @@ def test_per_query_lists_ranks_hits_and_misses_worst_first_and_types_break_down(
 
 
 def test_labels_naming_files_score_at_file_level_with_a_warning(kb_home: Path, tmp_path: Path) -> None:
-    testset = _testset(tmp_path / "files.json", [{"question": "RAG 检索增强生成", "relevant_chunk_ids": ["rag.md"]}])
+    testset = _testset(
+        tmp_path / "files.json", [{"question": "RAG 检索增强生成", "relevant_chunk_ids": ["rag.md"]}]
+    )
     result = CliRunner().invoke(app, ["eval", str(testset), "--modes", "bm25", "--json"])
     assert result.exit_code == 0, result.output
     assert "scoring at file level" in result.output
@@ -130,7 +136,9 @@ def test_decompose_mode_is_skipped_offline_and_counts_its_calls_with_an_endpoint
 ) -> None:
     from tests.fixtures.openai_server import OpenAIServer, ScriptedReply
 
-    testset = _testset(tmp_path / "set.json", [{"question": "RAG 和智能体", "relevant_chunk_ids": ["rag.md#0"]}])
+    testset = _testset(
+        tmp_path / "set.json", [{"question": "RAG 和智能体", "relevant_chunk_ids": ["rag.md#0"]}]
+    )
     offline = CliRunner().invoke(app, ["eval", str(testset), "--modes", "bm25,hybrid+decompose", "--json"])
     assert offline.exit_code == 0, offline.output
     assert "hybrid+decompose skipped" in offline.output
@@ -147,7 +155,9 @@ def test_decompose_mode_is_skipped_offline_and_counts_its_calls_with_an_endpoint
 
 
 def test_answers_checks_citations_and_skips_the_judge_offline(kb_home: Path, tmp_path: Path) -> None:
-    testset = _testset(tmp_path / "set.json", [{"question": "什么是 RAG？", "relevant_chunk_ids": ["rag.md#0"]}])
+    testset = _testset(
+        tmp_path / "set.json", [{"question": "什么是 RAG？", "relevant_chunk_ids": ["rag.md#0"]}]
+    )
     result = CliRunner().invoke(app, ["eval", str(testset), "--modes", "bm25", "--answers", "--json"])
     assert result.exit_code == 0, result.output
     checks = json.loads(result.stdout[result.stdout.index("{") :])["answers"]
@@ -163,7 +173,9 @@ def test_answers_are_judged_by_a_configured_endpoint(
 ) -> None:
     from tests.fixtures.openai_server import OpenAIServer, ScriptedReply
 
-    testset = _testset(tmp_path / "set.json", [{"question": "什么是 RAG？", "relevant_chunk_ids": ["rag.md#0"]}])
+    testset = _testset(
+        tmp_path / "set.json", [{"question": "什么是 RAG？", "relevant_chunk_ids": ["rag.md#0"]}]
+    )
     answer = ScriptedReply(content="RAG 先从知识库检索相关片段，再交给大模型生成回答 [rag.md#0]。")
     with OpenAIServer([answer, ScriptedReply(content='{"score": 8}')]) as server:
         monkeypatch.setenv("KB_AGENT_BASE_URL", server.base_url)
@@ -187,3 +199,23 @@ def test_building_the_eval_index_shows_the_bar_on_stderr_while_json_goes_to_stdo
     assert code == 0, terminal
     assert set(json.loads(stdout)) == {"bm25"}
     assert "indexing the eval corpus" in terminal and "chunks/s" in terminal
+
+
+def test_a_set_mixing_chunk_and_file_labels_says_so_and_names_the_labels_it_cannot_find(
+    kb_home: Path, tmp_path: Path
+) -> None:
+    testset = _testset(
+        tmp_path / "mixed.json",
+        [
+            {"question": "RAG 检索增强生成", "relevant_chunk_ids": ["rag.md#0"]},
+            {"question": "什么是 agent", "relevant_chunk_ids": ["agents.md"]},
+            {"question": "拼错的标签", "relevant_chunk_ids": ["rag.md#99"]},
+        ],
+    )
+    result = CliRunner().invoke(app, ["eval", str(testset), "--modes", "bm25", "--json"])
+    assert result.exit_code == 0, result.output
+    assert "mix chunk ids (source#n) and file names" in result.output
+    assert "1 label(s) not in the knowledge base (agents.md)" in result.output
+    assert "(rag.md#99)" in result.output
+    assert "groups" not in result.output  # nothing here is about permissions
+    assert json.loads(result.stdout[result.stdout.index("{") :])["bm25"]["queries"] == 1
