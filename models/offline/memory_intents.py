@@ -16,7 +16,7 @@ from langchain_core.messages import BaseMessage, SystemMessage
 
 from models.offline.intents import Step
 from stores.memory.checks import LABELS, has_forget_intent, has_remember_intent
-from stores.memory.extraction import OfflineExtractor
+from stores.memory.extraction import OfflineExtractor, stated_sensitive_fact
 from stores.memory.rules import ExtractionRequest, content_problem
 from stores.text_analysis import has_cjk, tokenize
 
@@ -68,10 +68,13 @@ def _proposal(question: str, memories: list[dict[str, str]]) -> dict[str, Any] |
 
 
 def wants_memory(question: str) -> bool:
-    """A statement to keep: an explicit "记住/remember" or a stated preference, and not a question."""
+    """A statement to keep: an explicit "记住/remember", a stated preference, or a fact about the user that
+    needs their confirmation (health, finances, identity); never a question."""
     if has_forget_intent(question) or is_question(question):
         return False
-    return has_remember_intent(question) or bool(_PREFERENCE.search(question))
+    if has_remember_intent(question) or _PREFERENCE.search(question):
+        return True
+    return stated_sensitive_fact(question) is not None  # held for the user's confirmation, not kept
 
 
 def plan_memory_steps(question: str, tools: set[str], messages: Sequence[BaseMessage]) -> list[Step] | None:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from stores.base import MemoryRecord
+from stores.memory.checks import high_risk
 from stores.memory.rules import (
     ExtractionRequest,
     has_forget_intent,
@@ -169,6 +170,22 @@ def _propose(
     }
 
 
+# A statement about oneself ("我对花生过敏", "I'm allergic to peanuts", "my blood pressure is high").
+_ZH_SELF_FACT = re.compile(r"^(?:其实|另外|还有|顺便说一下|对了)?[，,]?(?P<body>我(?!们).+)$")
+_EN_SELF_FACT = re.compile(r"^(?:also,?\s+|actually,?\s+|btw,?\s+)?(?P<body>(?:i\b|i'm\b|my\b).+)$", re.I)
+
+
+def stated_sensitive_fact(text: str) -> str | None:
+    """The statement's body when ``text`` tells a fact about the user that the rules hold for confirmation
+    (health, finances, identity), unasked: what needs the user's yes anyway is proposed from any wording,
+    while other unasked statements are not kept (the offline rules cannot tell a fact from chatter)."""
+    sentence, question = _first_sentence(text.strip())
+    match = _ZH_SELF_FACT.match(sentence) or _EN_SELF_FACT.match(sentence)
+    if match is None or question or high_risk(sentence) is None:
+        return None
+    return match.group("body").strip()
+
+
 class OfflineExtractor:
     """Deterministic extraction for explicit statements in the latest user message; nothing else is kept."""
 
@@ -189,6 +206,11 @@ class OfflineExtractor:
         zh, en = _ZH_PREFER.match(sentence), _EN_PREFER.match(sentence)
         if (zh or en) and not question:
             body = (zh or en).group("body").strip()  # type: ignore[union-attr]
+            memory_type, content = _third_person_zh(body) if zh else _third_person_en(body)
+            op = _propose(text, memory_type, content, PREFERENCE_CONFIDENCE, request.existing_memories)
+            return {"operations": [op]}
+        if (body := stated_sensitive_fact(text)) is not None:
+            zh = _ZH_SELF_FACT.match(sentence)
             memory_type, content = _third_person_zh(body) if zh else _third_person_en(body)
             op = _propose(text, memory_type, content, PREFERENCE_CONFIDENCE, request.existing_memories)
             return {"operations": [op]}

@@ -10,6 +10,7 @@ import pytest
 
 from stores.audit import AuditEntry
 from stores.embeddings import HashingEmbedder
+from stores.memory.checks import high_risk
 from stores.memory.rules import (
     EXTRACTION_PROMPT,
     content_problem,
@@ -430,3 +431,31 @@ def test_a_request_to_delete_all_names_every_memory(text: str) -> None:
     ]
     ops = OfflineExtractor.forget(text, memories)  # type: ignore[arg-type]
     assert sorted(op["target_id"] for op in ops if op["action"] == "DELETE") == ["m1", "m2"]
+
+
+@pytest.mark.parametrize(
+    ("text", "content"),
+    [
+        ("我对花生过敏", "用户对花生过敏"),
+        ("对了，我在吃降压药", "用户在吃降压药"),
+        ("I'm allergic to peanuts", "The user is allergic to peanuts"),
+        ("my salary is 30k a month", "The user's salary is 30k a month"),
+    ],
+)
+def test_an_unasked_fact_that_needs_confirmation_is_proposed(text: str, content: str) -> None:
+    from stores.memory.extraction import OfflineExtractor
+    from stores.memory.rules import ExtractionRequest
+
+    ops = OfflineExtractor()(ExtractionRequest("u", text, (), ()))["operations"]  # type: ignore[arg-type]
+    assert [(op["action"], op["content"]) for op in ops] == [("ADD", content)]
+    assert high_risk(content) is not None  # so the rules hold it until the user confirms
+
+
+@pytest.mark.parametrize(
+    "text", ["我住在上海", "我觉得这个不对", "I moved last month", "我对花生过敏吗？", "他对花生过敏"]
+)
+def test_other_unasked_statements_and_questions_are_not_proposed(text: str) -> None:
+    from stores.memory.extraction import OfflineExtractor
+    from stores.memory.rules import ExtractionRequest
+
+    assert OfflineExtractor()(ExtractionRequest("u", text, (), ()))["operations"] == []  # type: ignore[arg-type]
