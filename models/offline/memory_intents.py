@@ -16,7 +16,7 @@ from langchain_core.messages import BaseMessage, SystemMessage
 
 from models.offline.intents import Step
 from stores.memory.checks import LABELS, has_forget_intent, has_remember_intent
-from stores.memory.extraction import OfflineExtractor, stated_sensitive_fact
+from stores.memory.extraction import OfflineExtractor, stated_preference, stated_sensitive_fact
 from stores.memory.rules import ExtractionRequest, content_problem
 from stores.text_analysis import has_cjk, tokenize
 
@@ -72,7 +72,7 @@ def wants_memory(question: str) -> bool:
     needs their confirmation (health, finances, identity); never a question."""
     if has_forget_intent(question) or is_question(question):
         return False
-    if has_remember_intent(question) or _PREFERENCE.search(question):
+    if has_remember_intent(question) or _PREFERENCE.search(question) or stated_preference(question):
         return True
     return stated_sensitive_fact(question) is not None  # held for the user's confirmation, not kept
 

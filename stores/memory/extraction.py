@@ -32,22 +32,28 @@ _ZH_REMEMBER = re.compile(
 _EN_REMEMBER = re.compile(
     r"^(?:please\s+)?(?:remember|note|keep\s+in\s+mind)(?:\s+that)?\s*[:,]?\s+(?P<body>.+)$", re.I
 )
+# A stated preference, however it is introduced ("其实", "不对，", "actually, these days") and whatever
+# says when ("现在", "最近", "now"): a correction of an earlier one reads the same way.
 _ZH_PREFER = re.compile(
-    r"^(?:其实|另外|还有|顺便说一下)?[，,]?(?P<body>我(?:更|比较|很|最|非常|一直|特别)?"
-    r"(?:喜欢|偏好|偏爱|倾向于|习惯|不喜欢|讨厌).+)$"
+    r"^(?:(?:其实|另外|还有|顺便说一下|不对|不是的|对了|更正一下)[，,]?\s*)*"
+    r"(?P<body>我(?:现在|最近|如今|这些天|其实|以后)?(?:更|比较|很|最|非常|一直|特别|还是)?"
+    r"(?:喜欢|偏好|偏爱|倾向于|习惯|不喜欢|讨厌|更想要|想要|宁愿|宁可).+)$"
 )
 _EN_PREFER = re.compile(
-    r"^(?:also,?\s+|actually,?\s+)?(?P<body>i\s+(?:really\s+|much\s+|usually\s+|generally\s+)?"
-    r"(?:prefer|like|love|dislike|hate|don't\s+like|do\s+not\s+like)\b.+)$",
+    r"^(?:(?:also|actually|no|well|these\s+days|nowadays|now|lately)\b,?\s*)*"
+    r"(?P<body>i\s*(?:'d|would)?\s*(?:really\s+|much\s+|usually\s+|generally\s+|now\s+)?"
+    r"(?:prefer|like|love|dislike|hate|don't\s+like|do\s+not\s+like|rather|want)\b.+)$",
     re.I,
 )
 _CORRECTION = re.compile(
-    r"其实|实际上|更正|纠正|改成|改为|不再|不是.{1,20}而是|"
+    r"其实|实际上|更正|纠正|改成|改为|不再|不对|现在|如今|最近|不是.{1,20}而是|\bthese days\b|\bnowadays\b|\blately\b|\bnow\b|^no\b|"
     r"\bactually\b|\bin fact\b|\bcorrection\b|\bno longer\b|\banymore\b|\binstead\b|\brather than\b",
     re.I,
 )
 _GENERIC_TERMS = frozenset(
-    tokenize("用户 我 不 喜欢 偏好 习惯 讨厌 要求 提到 the user prefer like love dislike hate don't not mention ask")
+    tokenize(
+        "用户 我 不 喜欢 偏好 习惯 讨厌 要求 提到 the user prefer like love dislike hate don't not mention ask"
+    )
 )
 _ZH_RULE = re.compile(r"^(?:以后|今后|每次|回答|总是|不要|别|请|务必)")
 _EN_RULE = re.compile(r"^(?:always|never|please|answer|reply|respond|use|don't|do not|from now on)\b", re.I)
@@ -95,6 +101,8 @@ def _third_person_en(body: str) -> tuple[str, str]:
     first = [
         (r"^i\s+am\b|^i'm\b", lambda m: "the user is"),
         (r"^i\s+(?:don't|do\s+not)\s+", lambda m: "the user doesn't "),
+        (r"^i\s*(?:'d|would)\s+(?:rather|prefer\s+to)\b", lambda m: "the user would rather"),
+        (r"^i\s*(?:'d|would)\s+like\b", lambda m: "the user would like"),
         (r"^i\s+(?:(really|much|usually|generally)\s+)?([a-z]+)\b", None),
         (r"^my\b", lambda m: "the user's"),
     ]
@@ -175,6 +183,12 @@ _ZH_SELF_FACT = re.compile(r"^(?:其实|另外|还有|顺便说一下|对了)?[�
 _EN_SELF_FACT = re.compile(r"^(?:also,?\s+|actually,?\s+|btw,?\s+)?(?P<body>(?:i\b|i'm\b|my\b).+)$", re.I)
 
 
+def stated_preference(text: str) -> bool:
+    """Whether ``text`` states a preference the offline extractor keeps ("I'd rather…", "我现在更喜欢…")."""
+    sentence, question = _first_sentence(text.strip())
+    return not question and bool(_ZH_PREFER.match(sentence) or _EN_PREFER.match(sentence))
+
+
 def stated_sensitive_fact(text: str) -> str | None:
     """The statement's body when ``text`` tells a fact about the user that the rules hold for confirmation
     (health, finances, identity), unasked: what needs the user's yes anyway is proposed from any wording,
@@ -244,5 +258,3 @@ class OfflineExtractor:
             }
             for m in chosen
         ]
-
-

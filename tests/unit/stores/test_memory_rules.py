@@ -459,3 +459,32 @@ def test_other_unasked_statements_and_questions_are_not_proposed(text: str) -> N
     from stores.memory.rules import ExtractionRequest
 
     assert OfflineExtractor()(ExtractionRequest("u", text, (), ()))["operations"] == []  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("text", "target"),
+    [
+        ("Actually, these days I'd rather get long answers", "m1"),
+        ("No, I now prefer long answers", "m1"),
+        ("不对，我现在更喜欢详细的回答", "m2"),
+        ("其实我最近更喜欢详细的回答", "m2"),
+    ],
+)
+def test_a_preference_corrected_in_free_wording_updates_the_one_it_replaces(text: str, target: str) -> None:
+    from stores.memory.extraction import OfflineExtractor
+    from stores.memory.rules import ExtractionRequest
+
+    memories = (
+        {"id": "m1", "memory_type": "semantic", "content": "The user prefers short answers"},
+        {"id": "m2", "memory_type": "semantic", "content": "用户喜欢简洁的回答"},
+    )
+    ops = OfflineExtractor()(ExtractionRequest("u", text, (), memories))["operations"]  # type: ignore[arg-type]
+    assert [(op["action"], op["target_id"]) for op in ops] == [("UPDATE", target)]
+
+
+@pytest.mark.parametrize("text", ["I wonder why it failed", "I wanted to ask something", "我想知道为什么"])
+def test_sentences_that_only_start_like_a_preference_are_not_one(text: str) -> None:
+    from stores.memory.extraction import OfflineExtractor
+    from stores.memory.rules import ExtractionRequest
+
+    assert OfflineExtractor()(ExtractionRequest("u", text, (), ()))["operations"] == []  # type: ignore[arg-type]
