@@ -37,12 +37,13 @@ _EN_REMEMBER = re.compile(
 _ZH_PREFER = re.compile(
     r"^(?:(?:其实|另外|还有|顺便说一下|不对|不是的|对了|更正一下)[，,]?\s*)*"
     r"(?P<body>我(?:现在|最近|如今|这些天|其实|以后)?(?:更|比较|很|最|非常|一直|特别|还是)?"
-    r"(?:喜欢|偏好|偏爱|倾向于|习惯|不喜欢|讨厌|更想要|想要|宁愿|宁可).+)$"
+    r"(?:喜欢|偏好|偏爱|倾向于|习惯|不喜欢|讨厌|宁愿|宁可).+)$"
 )
 _EN_PREFER = re.compile(
     r"^(?:(?:also|actually|no|well|these\s+days|nowadays|now|lately)\b,?\s*)*"
+    r"(?!i\s*(?:'d|would)\s+(?:like|love)\s+to\b)"  # "I'd like to know…" asks for something now
     r"(?P<body>i\s*(?:'d|would)?\s*(?:really\s+|much\s+|usually\s+|generally\s+|now\s+)?"
-    r"(?:prefer|like|love|dislike|hate|don't\s+like|do\s+not\s+like|rather|want)\b.+)$",
+    r"(?:prefer|like|love|dislike|hate|don't\s+like|do\s+not\s+like|rather)\b.+)$",
     re.I,
 )
 _CORRECTION = re.compile(

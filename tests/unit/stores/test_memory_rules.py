@@ -482,7 +482,17 @@ def test_a_preference_corrected_in_free_wording_updates_the_one_it_replaces(text
     assert [(op["action"], op["target_id"]) for op in ops] == [("UPDATE", target)]
 
 
-@pytest.mark.parametrize("text", ["I wonder why it failed", "I wanted to ask something", "我想知道为什么"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I wonder why it failed",
+        "I wanted to ask something",
+        "我想知道为什么",
+        "I'd like to know the policy",
+        "I want to book a flight",
+        "我想要订机票",
+    ],
+)
 def test_sentences_that_only_start_like_a_preference_are_not_one(text: str) -> None:
     from stores.memory.extraction import OfflineExtractor
     from stores.memory.rules import ExtractionRequest
