@@ -16,6 +16,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from models.extractive import RELEVANCE_CUT, answer_from_passages, relevance, summary_head
 from models.offline.intents import Step
+from models.offline.numbers import zh_number
 from models.tokens import has_cjk
 from stores.text_analysis import tokenize
 
@@ -31,22 +32,9 @@ _STATS = re.compile(
 )
 _TOPICAL = re.compile(r"关于|有关|相关|\babout\b|\bregarding\b|\bon the topic\b", re.IGNORECASE)
 _SUMMARY = re.compile(r"摘要|总结|整理|归纳|概括|概述|汇总|summari[sz]e|summary|overview", re.IGNORECASE)
-_ZH_DIGITS = {
-    "一": 1,
-    "两": 2,
-    "二": 2,
-    "三": 3,
-    "四": 4,
-    "五": 5,
-    "六": 6,
-    "七": 7,
-    "八": 8,
-    "九": 9,
-    "十": 10,
-}
 _PASSAGE_COUNT = re.compile(
     r"(?P<n>\d+|[一两二三四五六七八九十])\s*(?:个|段|条|篇|份)?\s*(?:片段|段落|资料|文档|来源|passages?|chunks?|"
-    r"documents?|docs?|sources?)|\btop\s*(?P<top>\d+)\b",
+    r"documents?|docs?|sources?)|\btop\s*(?P<top>\d+)\b|(?<!第)(?P<docs>\d+|[一两二三四五六七八九十])\s*(?:篇|份)",
     re.IGNORECASE,
 )
 _COUNT_PHRASE = re.compile(
@@ -111,8 +99,8 @@ def passage_count(question: str) -> int | None:
     match = _PASSAGE_COUNT.search(question)
     if match is None:
         return None
-    raw = match.group("n") or match.group("top")
-    n = int(raw) if raw.isdigit() else _ZH_DIGITS[raw]
+    raw = match.group("n") or match.group("top") or match.group("docs")  # "三篇": 篇 counts documents
+    n = int(raw) if raw.isdigit() else int(zh_number(raw) or 1)
     return max(1, min(MAX_DOCS_LIMIT, n))
 
 

@@ -120,3 +120,29 @@ def test_a_search_hit_about_the_query_is_quoted_with_its_citation() -> None:
     )
     reply = describe_kb_result("search_knowledge", found, True, "搜一下年假怎么申请")
     assert reply is not None and reply.startswith("找到 1 段相关资料：[doc0.md#0]") and "doc1" not in reply
+
+
+@pytest.mark.parametrize(
+    ("question", "count"),
+    [
+        ("最多三篇", 3),
+        ("用两个片段", 2),
+        ("三篇文档", 3),
+        ("top 3", 3),
+        ("第三篇怎么说", None),
+        ("summarize with 5 passages", 5),
+    ],
+)
+def test_a_count_of_documents_in_any_measure_word_is_the_count(question: str, count: int | None) -> None:
+    from models.offline.kb_intents import passage_count
+
+    assert passage_count(question) == count
+
+
+def test_the_seed_request_summarises_at_most_three_documents() -> None:
+    steps = plan_kb_steps("搜一下有没有 RAG 相关文档，有的话整理成摘要，最多三篇", TOOLS, [])
+    assert steps is not None
+    assert [(s.tool, s.args) for s in steps] == [
+        ("search_knowledge", {"query": "RAG", "top_k": 3}),
+        ("generate_summary", {"topic": "RAG", "max_docs": 3}),
+    ]
