@@ -146,3 +146,12 @@ def test_the_seed_request_summarises_at_most_three_documents() -> None:
         ("search_knowledge", {"query": "RAG", "top_k": 3}),
         ("generate_summary", {"topic": "RAG", "max_docs": 3}),
     ]
+
+
+@pytest.mark.parametrize(
+    ("question", "topic"),
+    [("搜一下 RAG 相关文档，整理成摘要", "RAG"), ("搜一下知识库里关于向量检索的相关资料", "向量检索")],
+)
+def test_the_topic_of_a_search_is_what_is_searched_for(question: str, topic: str) -> None:
+    steps = plan_kb_steps(question, TOOLS, [])
+    assert steps is not None and steps[0].args["query"] == topic
