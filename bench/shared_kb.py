@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.kb_speed import Corpus, bulk_load, documents, pct
-from stores.chroma import chroma_client
-from stores.embeddings import ChromaEmbedding, HashingEmbedder
+from stores.chroma import ChromaEmbedding, chroma_client
+from stores.embeddings import HashingEmbedder
 from stores.knowledge.knowledge_base import KnowledgeBase
 
 QUERIES = ["quarterly revenue forecast", "annual leave policy", "database backup schedule", "merger plan"]

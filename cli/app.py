@@ -10,7 +10,7 @@ import signal
 import sys
 import uuid
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
@@ -26,15 +26,11 @@ from cli.terminal import Terminal, json_text, shown, undecodable
 from cli.tools import tools_app
 from cli.trace import print_memories_written, tool_status_printer, trace_printer
 from cli.trash import trash_app
-from graph.api import Agent, Answer, EmptyQuestionError, ThreadBusyError, open_agent
-from models.errors import ModelConfigError, ModelError
-from nodes.settings import ConfigError, Settings, effective_table
-from stores.base import StoreUnavailableError
-from stores.checkpoint import CheckpointConfigError
-from stores.chroma import EmbeddingMismatchError
 from stores.disk import disk_full, storage_problem
-from stores.threads import ThreadOwnershipError
-from tools.mcp_config import MCPConfigError
+
+if TYPE_CHECKING:
+    from graph.api import Agent, Answer
+    from nodes.settings import Settings
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, help="kb-agent: a knowledge-base agent on LangGraph."
@@ -42,17 +38,53 @@ app = typer.Typer(
 out = Terminal()
 err = Terminal(stderr=True)
 
-USER_ERRORS = (
-    ModelError,
-    ModelConfigError,
-    ConfigError,
-    CheckpointConfigError,
-    EmptyQuestionError,
-    ThreadOwnershipError,
-    StoreUnavailableError,
-    ThreadBusyError,
-    MCPConfigError,
-)
+
+
+def user_errors() -> tuple[type[Exception], ...]:
+    """The errors a user can cause, each reported as one line.
+
+    Resolved when an error is being handled (``except user_errors()``), so that starting the command line
+    (``--help``, a refused argument) imports none of the layers that define them.
+    """
+    from graph.api import EmptyQuestionError, ThreadBusyError
+    from models.errors import ModelConfigError, ModelError
+    from nodes.settings import ConfigError
+    from stores.base import StoreUnavailableError
+    from stores.checkpoint import CheckpointConfigError
+    from stores.threads import ThreadOwnershipError
+    from tools.mcp_config import MCPConfigError
+
+    return (
+        ModelError,
+        ModelConfigError,
+        ConfigError,
+        CheckpointConfigError,
+        EmptyQuestionError,
+        ThreadOwnershipError,
+        StoreUnavailableError,
+        ThreadBusyError,
+        MCPConfigError,
+    )
+
+
+def turn_errors() -> tuple[type[Exception], ...]:
+    """Errors that end one chat turn but not the chat: the model failed, the thread is another user's or busy."""
+    from graph.api import ThreadBusyError
+    from models.errors import ModelError
+    from stores.threads import ThreadOwnershipError
+
+    return (ModelError, ThreadOwnershipError, ThreadBusyError)
+
+
+def fatal_errors() -> tuple[type[Exception], ...]:
+    """Errors that end any command with one line: a store lost mid-command, a knowledge base another
+    embedder built, a setting that cannot be used. Resolved on demand like :func:`user_errors`."""
+    from nodes.settings import ConfigError
+    from stores.base import StoreUnavailableError
+    from stores.chroma import EmbeddingMismatchError
+    from tools.mcp_config import MCPConfigError
+
+    return (StoreUnavailableError, EmbeddingMismatchError, ConfigError, MCPConfigError)
 
 
 def fail(message: str, code: int = 1) -> None:
@@ -62,6 +94,8 @@ def fail(message: str, code: int = 1) -> None:
 
 def fail_on_full_disk(exc: Exception) -> None:
     """One line and exit 1 when ``exc`` comes from a full disk; otherwise return (the caller re-raises)."""
+    from nodes.settings import Settings
+
     if full := disk_full(exc, Settings().data_dir):
         fail(str(full))
 
@@ -102,9 +136,18 @@ def _setup(verbose: bool) -> None:
 
 def _context(user: str | None, *, offline: bool = False) -> Settings:
     """The operator's settings, for ``user``; ``offline`` forces the offline model (``--demo``)."""
+    from nodes.settings import Settings
+
     ctx = Settings()
     changes = {**({"user_id": user} if user else {}), **({"model": "offline"} if offline else {})}
     return ctx.replace(**changes)
+
+
+def _agent(user: str | None, *, offline: bool = False) -> Any:
+    """The agent for ``user``, opened for one command (a context manager that closes its services)."""
+    from graph.api import open_agent
+
+    return open_agent(_context(user, offline=offline))
 
 
 def _trace_memories_written(agent: Agent, since: str) -> None:
@@ -142,7 +185,7 @@ def ask(
         fail("the question is empty: type what you want to ask", 2)
     status = tool_status_printer(err)
     try:
-        with open_agent(_context(user, offline=offline)) as agent:
+        with _agent(user, offline=offline) as agent:
             started = datetime.now(UTC).isoformat(timespec="microseconds")
             answer = agent.ask(
                 question,
@@ -152,7 +195,7 @@ def ask(
             )
             if verbose and not as_json:
                 _trace_memories_written(agent, started)
-    except USER_ERRORS as exc:
+    except user_errors() as exc:
         fail(str(exc))
     except Exception as exc:
         fail_on_full_disk(exc)
@@ -184,7 +227,7 @@ def chat(
     status = tool_status_printer(out)
     on_event = trace_printer(out, status) if trace else status
     try:
-        with open_agent(_context(user, offline=offline)) as agent:
+        with _agent(user, offline=offline) as agent:
             model = agent.context.model_name
             out.print(f"[dim]kb-agent · model {model} · thread {thread} · {CHAT_HELP}[/dim]")
             _lenient_stdin()
@@ -213,11 +256,11 @@ def chat(
                         on_event=on_event,
                         approve=approval_prompt(out),
                     )
-                except (ModelError, ThreadOwnershipError, ThreadBusyError) as exc:
+                except turn_errors() as exc:
                     err.print(f"[red]error:[/red] {shown(str(exc))}")
                     continue
                 except Exception as exc:  # a full disk: this question is not kept, the chat goes on
-                    if not (full := disk_full(exc, Settings().data_dir)):
+                    if not (full := disk_full(exc, agent.context.data_dir)):
                         raise
                     err.print(f"[red]error:[/red] {shown(str(full))}")
                     continue
@@ -225,7 +268,7 @@ def chat(
                 _pending_line(answer)
                 if trace:
                     _trace_memories_written(agent, started)
-    except USER_ERRORS as exc:
+    except user_errors() as exc:
         fail(str(exc))
 
 
@@ -247,9 +290,9 @@ def threads_list(
 ) -> None:
     """Your threads with their titles, most recently active first."""
     try:
-        with open_agent(_context(user)) as agent:
+        with _agent(user) as agent:
             rows = agent.threads()
-    except USER_ERRORS as exc:
+    except user_errors() as exc:
         fail(str(exc))
     if as_json:
         typer.echo(json_text([r.__dict__ for r in rows]))
@@ -268,9 +311,9 @@ def threads_history(
 ) -> None:
     """Show a thread: its summary and recent rounds, or every message with --all."""
     try:
-        with open_agent(_context(user)) as agent:
+        with _agent(user) as agent:
             print_history(agent, thread, include_folded)
-    except USER_ERRORS as exc:
+    except user_errors() as exc:
         fail(str(exc))
 
 
@@ -281,9 +324,9 @@ def threads_clear(
 ) -> None:
     """Delete one of your threads (its messages, summary and checkpoints)."""
     try:
-        with open_agent(_context(user)) as agent:
+        with _agent(user) as agent:
             agent.clear(thread)
-    except USER_ERRORS as exc:
+    except user_errors() as exc:
         fail(str(exc))
     out.print(f"[dim]thread {thread} cleared[/dim]")
 
@@ -296,9 +339,9 @@ def threads_prune(
 ) -> None:
     """Shrink a thread's checkpoints; every message stays readable (``threads history --all``)."""
     try:
-        with open_agent(_context(user)) as agent:
+        with _agent(user) as agent:
             report = agent.prune(thread, keep_recent=keep)
-    except USER_ERRORS as exc:
+    except user_errors() as exc:
         fail(str(exc))
     out.print(f"thread {thread}: {report.deleted} checkpoints deleted, {report.kept} kept")
 
@@ -308,6 +351,8 @@ def show_config(
     as_json: bool = typer.Option(False, "--json", help='{"KB_AGENT_…": {"value": …, "source": …}} instead.'),
 ) -> None:
     """Show every setting in force: its variable, value, where it came from, and what it means."""
+    from nodes.settings import ConfigError, Settings, effective_table
+
     try:
         rows = effective_table(Settings())
     except ConfigError as exc:
@@ -369,12 +414,12 @@ def main() -> None:
     signal.signal(signal.SIGTERM, _interrupt)
     try:
         app()
-    except (StoreUnavailableError, EmbeddingMismatchError, ConfigError, MCPConfigError) as exc:
-        # a database or Chroma server lost mid-command, a knowledge base another embedder built (the
-        # message says how to re-index), a setting that cannot be used: one line, never a traceback
-        err.print(f"[red]error:[/red] {shown(str(exc))}", soft_wrap=True)
-        sys.exit(1)
-    except Exception as exc:
+    except Exception as exc:  # not ``except fatal_errors()``: that would be resolved for every SystemExit
+        if isinstance(exc, fatal_errors()):
+            # a database or Chroma server lost mid-command, a knowledge base another embedder built (the
+            # message says how to re-index), a setting that cannot be used: one line, never a traceback
+            err.print(f"[red]error:[/red] {shown(str(exc))}", soft_wrap=True)
+            sys.exit(1)
         # a data folder that cannot be created or written, a damaged database, a full disk: one line that
         # names the path and what to do, for every command
         if line := storage_problem(exc, _data_dir()):
@@ -384,6 +429,8 @@ def main() -> None:
 
 
 def _data_dir() -> str:
+    from nodes.settings import ConfigError, Settings
+
     try:
         return str(Settings.current().data_dir)
     except ConfigError:

@@ -7,12 +7,14 @@ shares :func:`print_history` with ``/history``.
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 
 from cli.terminal import Terminal, shown
-from graph.api import Agent
-from stores.threads import ThreadOwnershipError
+
+if TYPE_CHECKING:
+    from graph.api import Agent
 
 out = Terminal()
 err = Terminal(stderr=True)
@@ -36,6 +38,8 @@ def print_history(agent: Agent, thread: str, include_folded: bool) -> None:
 
 def chat_command(agent: Agent, line: str, state: dict[str, str]) -> bool:
     """Handle a slash command; False means quit. Another user's thread is refused with one line."""
+    from stores.threads import ThreadOwnershipError
+
     try:
         return _run_command(agent, line, state)
     except ThreadOwnershipError as exc:

@@ -6,9 +6,6 @@ import typer
 from rich.table import Table
 
 from cli.terminal import Terminal, json_text, shown, shown_name
-from graph.services import feedback_store
-from nodes.settings import Settings
-from stores.feedback import cited_ids
 
 feedback_app = typer.Typer(help="What users said about answers.", no_args_is_help=True)
 out = Terminal()
@@ -20,6 +17,10 @@ def report(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Answers rated bad, newest first: question, cited passages, reason; and the chunks now down-weighted."""
+    from graph.services import feedback_store
+    from nodes.settings import Settings
+    from stores.feedback import cited_ids
+
     ctx = Settings()
     store = feedback_store(ctx)
     bad = store.list(rating="bad", limit=limit)

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from cli.progress import ingest_bar
 from cli.terminal import Terminal, json_text, shown, shown_name
-from graph.services import open_knowledge_base as open_kb
-from nodes.settings import Settings
-from stores.base import StoreUnavailableError
 from stores.disk import disk_full
+
+if TYPE_CHECKING:
+    from nodes.settings import Settings
 
 MODES = ("bm25", "vector", "hybrid")
 out = Terminal()
@@ -26,6 +26,9 @@ def _fail(message: str, code: int = 1) -> None:
 
 def open_knowledge_base(ctx: Settings, *, create: bool = False) -> Any:
     """The knowledge base, or one line naming the setting when its database or Chroma server is down."""
+    from graph.services import open_knowledge_base as open_kb
+    from stores.base import StoreUnavailableError
+
     try:
         return open_kb(ctx, create=create)
     except StoreUnavailableError as exc:
@@ -45,8 +48,15 @@ def _modes(text: str, *, eval_modes: bool = False) -> list[str]:
     return modes
 
 
+def settings() -> Settings:
+    """The operator's settings (imported here, not with the module: ``--help`` loads no pydantic)."""
+    from nodes.settings import Settings
+
+    return Settings()
+
+
 def _context(user: str | None, groups: str | None) -> Settings:
-    ctx = Settings()
+    ctx = settings()
     changes: dict[str, Any] = {}
     if user:
         changes["user_id"] = user
@@ -73,21 +83,19 @@ def ingest(
     missing = [str(p) for p in paths if not p.exists()]
     if missing:
         _fail(f"no such file or folder: {', '.join(missing)}", 2)
-    settings = Settings()
+    config = settings()
     group_list = [g.strip() for g in groups.split(",") if g.strip()] if groups else None
     if reindex:
         from stores.knowledge.knowledge_base import KnowledgeBase
 
-        KnowledgeBase.drop(
-            settings.data_dir, chroma_url=settings.chroma_url, database_url=settings.database_url
-        )
-        err.print(f"emptied the knowledge base; re-indexing with {settings.embedder}")
+        KnowledgeBase.drop(config.data_dir, chroma_url=config.chroma_url, database_url=config.database_url)
+        err.print(f"emptied the knowledge base; re-indexing with {config.embedder}")
     try:
-        kb = open_knowledge_base(settings, create=True)
+        kb = open_knowledge_base(config, create=True)
         with ingest_bar(err, "ingesting") as report:  # on stderr: with --json too, stdout stays the report
             result = kb.ingest(paths, groups=group_list, prune=prune, progress=report)
     except Exception as exc:
-        if full := disk_full(exc, settings.data_dir):
+        if full := disk_full(exc, config.data_dir):
             _fail(str(full))
         raise
     summary = {
@@ -112,7 +120,7 @@ def ingest(
 
 def stats(as_json: bool = typer.Option(False, "--json")) -> None:
     """Documents, chunks, last update and embedding model of the knowledge base."""
-    kb = open_knowledge_base(Settings())
+    kb = open_knowledge_base(settings())
     data = (
         kb.stats() if kb is not None else {"documents": 0, "chunks": 0, "last_update": None, "embedder": None}
     )
@@ -158,7 +166,7 @@ def search(
 def repair(as_json: bool = typer.Option(False, "--json", help="Print the report as JSON.")) -> None:
     """Make Chroma, BM25 and the manifest agree (after a killed ingest): report and fix the differences,
     and give the space of removed chunks back to the disk."""
-    kb = open_knowledge_base(Settings())
+    kb = open_knowledge_base(settings())
     empty = {"stray_chunks": 0, "missing_chunks": 0, "forgotten": [], "bytes_reclaimed": 0}
     report = kb.repair_report(reclaim=True) if kb is not None else empty
     if as_json:

@@ -10,7 +10,7 @@ import re
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.table import Table
@@ -18,8 +18,9 @@ from rich.table import Table
 from cli.kb import DECOMPOSED, RERANKED, _context, _fail, _modes, err, open_knowledge_base, out
 from cli.progress import ingest_bar
 from cli.terminal import json_text, shown
-from models.rerank import cut_below
-from nodes.settings import Settings
+
+if TYPE_CHECKING:
+    from nodes.settings import Settings
 
 EVAL_CHUNK_TOKENS = 480
 _CHUNK_LABEL = re.compile(r"#\d+$")  # "notes/a.md#3"; a label without it names a source file
@@ -184,6 +185,8 @@ def evaluate(
         if mode == RERANKED:
             assert reranker is not None
             pool = kb.search(text, groups=every_group, top_k=max(limit, ctx.candidates), mode="hybrid")
+            from models.rerank import cut_below
+
             reranked = cut_below(reranker.rerank(text, pool, limit * 3), ctx.rerank_min_score)
             hits = [(p["id"], float(p.get("score", 0.0))) for p in reranked]
             ranked = [(cid, float(len(hits) - i)) for i, (cid, _) in enumerate(hits)]  # the reranker's order

@@ -7,18 +7,17 @@ one line on stderr with the rule that refused it, and exit code 1.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.table import Table
 
 from cli.terminal import Terminal, json_text, shown
-from graph.services import memory_store
-from nodes.settings import ConfigError, Settings
-from stores.audit import AuditEntry
-from stores.base import MemoryRecord
-from stores.memory.rules import MEMORY_TYPES
-from stores.memory.store import ChromaMemoryStore
+from stores.base import MEMORY_TYPES, MemoryRecord
+
+if TYPE_CHECKING:
+    from stores.audit import AuditEntry
+    from stores.memory.store import ChromaMemoryStore
 
 memories = typer.Typer(
     no_args_is_help=True, help="List, search, add, correct and delete a user's long-term memories."
@@ -36,6 +35,9 @@ def _fail(message: str, code: int = 1) -> None:
 
 
 def _open(user: str | None) -> tuple[ChromaMemoryStore, str]:
+    from graph.services import memory_store
+    from nodes.settings import ConfigError, Settings
+
     try:
         ctx = Settings()
         if user is not None:

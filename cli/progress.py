@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.progress import (
@@ -24,8 +25,10 @@ from rich.progress import (
 from rich.text import Text
 
 from cli.terminal import shown_name
-from stores.knowledge.ingest import IngestProgress
-from stores.knowledge.ingest import Progress as ProgressCallback
+
+if TYPE_CHECKING:
+    from stores.knowledge.ingest import IngestProgress
+    from stores.knowledge.ingest import Progress as ProgressCallback
 
 
 class ChunkRate(ProgressColumn):

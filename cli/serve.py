@@ -22,7 +22,7 @@ import socket
 import sys
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import typer
@@ -30,11 +30,10 @@ from rich.markup import escape
 
 from cli.server_app import REPLICA_ENV, SELF_CHECK_ENV
 from cli.terminal import Terminal
-from graph.auth import TOKENS_ENV, _tokens
-from graph.fingerprint import differences, graph_version, settings_digest
-from nodes.settings import ConfigError, Settings
-from stores.base import StoreUnavailableError
-from stores.replicas import GONE_AFTER, Replica, ReplicaRegistry
+
+if TYPE_CHECKING:
+    from nodes.settings import Settings
+    from stores.replicas import Replica
 
 REDIS_ENV = "KB_AGENT_REDIS_URL"
 DATABASE_ENV = "KB_AGENT_DATABASE_URL"
@@ -68,6 +67,8 @@ def check_runtime() -> None:
 
 def check_settings() -> Settings:
     """The deployment's settings and its MCP config, refused before anything listens when unusable."""
+    from nodes.settings import ConfigError, Settings
+
     try:
         settings = Settings.current()
     except ConfigError as exc:
@@ -84,6 +85,8 @@ def check_settings() -> Settings:
 
 def check_tokens(insecure_dev: bool) -> bool:
     """True when requests will be authenticated by token; refuse to serve without tokens unless asked to."""
+    from graph.auth import TOKENS_ENV, _tokens
+
     raw = os.environ.get(TOKENS_ENV, "")
     try:
         tokens = _tokens(raw)
@@ -102,6 +105,8 @@ def check_tokens(insecure_dev: bool) -> bool:
 
 def check_database() -> str:
     """The deployment's Postgres URL, after one connection proved it answers."""
+    from nodes.settings import ConfigError, Settings
+
     try:
         url = Settings.current().database_url
     except ConfigError as exc:
@@ -152,6 +157,11 @@ def check_redis(workers: int) -> str:
 
 def check_peers(database_url: str, address: str) -> str:
     """Join the replicas of this Postgres unless a live one runs another graph or settings; our row's id."""
+    from graph.fingerprint import differences, graph_version, settings_digest
+    from nodes.settings import Settings
+    from stores.base import StoreUnavailableError
+    from stores.replicas import GONE_AFTER, ReplicaRegistry
+
     replica_id = f"{address}/{uuid.uuid4().hex[:8]}"
     mine, settings = graph_version(), settings_digest(Settings.current())
 

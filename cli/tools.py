@@ -11,19 +11,18 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from cli.terminal import Terminal, json_text, shown
-from nodes.settings import ConfigError, Settings
-from tools.approval import ApprovalDecision, ApprovalRequest, Approver
-from tools.executor import ToolCallRequest, ToolExecutor
-from tools.nesting import depth_message, json_too_deep
-from tools.permissions import grant_for
-from tools.registry import ToolArgumentError, ToolContext, ToolRegistry, validate_arguments
+
+if TYPE_CHECKING:  # the tool platform loads with the first command that runs, not with --help
+    from nodes.settings import Settings
+    from tools.approval import ApprovalDecision, ApprovalRequest, Approver
+    from tools.registry import ToolRegistry
 
 tools_app = typer.Typer(no_args_is_help=True, help="The tools the agent can call: list them, call one.")
 out = Terminal()
@@ -36,6 +35,8 @@ def _fail(message: str, code: int = 1) -> None:
 
 
 def _context(user: str | None, roles: str | None) -> Settings:
+    from nodes.settings import ConfigError, Settings
+
     try:
         ctx = Settings()
         changes = {k: v for k, v in {"user_id": user, "roles": roles}.items() if v}
@@ -47,6 +48,7 @@ def _context(user: str | None, roles: str | None) -> Settings:
 
 def _registry(ctx: Settings) -> ToolRegistry:
     from graph.builder import app_registry  # the same tools the graph binds, MCP servers included
+    from nodes.settings import ConfigError
 
     try:
         return app_registry(ctx)
@@ -57,6 +59,7 @@ def _registry(ctx: Settings) -> ToolRegistry:
 
 def prompt_approver(console: Console) -> Approver:
     """Ask y/N on the terminal; no answer (end of input) is a no."""
+    from tools.approval import ApprovalDecision
 
     def approve(request: ApprovalRequest) -> ApprovalDecision:
         console.print(f"[bold yellow]approval needed[/bold yellow]: {shown(request.description)}")
@@ -89,6 +92,8 @@ def list_tools(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Every tool: where it comes from, what it needs, whether it asks for approval."""
+    from tools.permissions import grant_for
+
     ctx = _context(user, roles)
     registry = _registry(ctx)
     grant = grant_for(ctx)
@@ -130,6 +135,11 @@ def call_tool(
     as_json: bool = typer.Option(False, "--json", help="Print the outcome as JSON."),
 ) -> None:
     """Run one call through the platform: validation, permission, approval, timeout."""
+    from tools.executor import ToolCallRequest, ToolExecutor
+    from tools.nesting import depth_message, json_too_deep
+    from tools.permissions import grant_for
+    from tools.registry import ToolContext
+
     if json_too_deep(args):  # json.loads itself would raise RecursionError
         _fail(depth_message("--args"), 2)
     try:
@@ -176,6 +186,8 @@ def call_tool(
 
 def _bad_arguments(registry: ToolRegistry, name: str, args: dict[str, Any]) -> bool:
     """Whether the call failed on its arguments (exit 2, like bad JSON), not in the tool (exit 1)."""
+    from tools.registry import ToolArgumentError, validate_arguments
+
     try:
         validate_arguments(registry.get(name), args)
     except ToolArgumentError:

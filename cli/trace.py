@@ -13,12 +13,13 @@ from typing import Any
 from rich.console import Console
 
 from cli.terminal import shown, shown_name
-from stores.memory.checks import redact
 
 PREVIEW = 160
 
 
 def _brief(value: Any) -> str:
+    from stores.memory.checks import redact  # the secret patterns load with the first trace, not with the CLI
+
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     return shown(redact(text, limit=PREVIEW))
 

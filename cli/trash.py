@@ -6,9 +6,6 @@ import typer
 from rich.table import Table
 
 from cli.terminal import Terminal, json_text, shown, shown_name
-from graph.services import open_knowledge_base
-from nodes.settings import Settings
-from stores.knowledge.trash import TrashError
 
 trash_app = typer.Typer(help="Deleted documents: list, restore, purge.", no_args_is_help=True)
 out = Terminal()
@@ -16,6 +13,9 @@ err = Terminal(stderr=True)
 
 
 def _kb() -> object:
+    from graph.services import open_knowledge_base
+    from nodes.settings import Settings
+
     kb = open_knowledge_base(Settings())
     if kb is None:
         err.print("[red]error:[/red] the knowledge base is empty: nothing was ever ingested or deleted")
@@ -42,6 +42,8 @@ def list_trash(as_json: bool = typer.Option(False, "--json")) -> None:
 @trash_app.command("restore")
 def restore_document(trash_id: int = typer.Argument(..., help="The id `trash list` shows.")) -> None:
     """Put a deleted document back: searchable again in both retrievers, without re-embedding."""
+    from stores.knowledge.trash import TrashError
+
     try:
         record = _kb().restore(trash_id)  # type: ignore[attr-defined]
     except TrashError as exc:

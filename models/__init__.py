@@ -1,16 +1,36 @@
-"""Chat models: any OpenAI-compatible endpoint, the offline model, and the scripted test double."""
+"""Chat models: any OpenAI-compatible endpoint, the offline model, and the scripted test double.
+
+The models load on first use: importing this package (for its errors, or the factory's type) costs
+nothing, and a process that never calls the offline model never reads its rules.
+"""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
-
-from langchain_core.language_models import BaseChatModel
+from typing import TYPE_CHECKING, Any
 
 from models.errors import EndpointSettings, ModelConfigError
-from models.offline import OfflineChatModel
-from models.scripted import ScriptedChatModel, tool_call
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
+    from models.offline import OfflineChatModel
+    from models.scripted import ScriptedChatModel, tool_call
+
+
+
+def __getattr__(name: str) -> Any:
+    if name == "OfflineChatModel":
+        from models.offline import OfflineChatModel
+
+        return OfflineChatModel
+    if name in ("ScriptedChatModel", "tool_call"):
+        from models import scripted
+
+        return getattr(scripted, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "ChatModelFactory",
@@ -23,7 +43,7 @@ __all__ = [
 ]
 
 
-ChatModelFactory = Callable[[EndpointSettings], BaseChatModel]
+ChatModelFactory = Callable[[EndpointSettings], "BaseChatModel"]
 """Gives the chat model a run asks for: :class:`ChatModels` (shared clients) or :func:`get_chat_model`."""
 
 
@@ -90,6 +110,8 @@ def get_chat_model(context: EndpointSettings) -> BaseChatModel:
     """A new client for the model ``context`` asks for (the offline model, or its OpenAI-compatible
     endpoint). For one-off callers; a process that runs turns asks its :class:`ChatModels`."""
     if context.uses_offline_model:
+        from models.offline import OfflineChatModel
+
         return OfflineChatModel()
     return _build_openai(*_endpoint(context))
 
@@ -108,7 +130,7 @@ class ChatModels:
 
     def __call__(self, context: EndpointSettings) -> BaseChatModel:
         if context.uses_offline_model:
-            return OfflineChatModel()
+            return get_chat_model(context)
         endpoint = _endpoint(context)
         with self._lock:
             client = self._clients.get(endpoint)

@@ -23,7 +23,11 @@ _OPERATOR_WORDS = re.compile(
 _NOT_ARITHMETIC = re.compile(
     r"\b\d{4}[-/.]\d{1,2}[-/.]\d{1,2}\b|\b\d{3,4}-\d{4}\b|\b\d{1,2}:\d{2}(?::\d{2})?\b"  # dates, phones, times
 )
-_EXPRESSION = re.compile(r"[(（\s]*\d[\d.,\s]*(?:(?:\*\*|[-+*/×÷xX^%＋－＊／％=＝])[\s(（]*[-+]?\d[\d.,\s)）]*)+")
+# A match starts only where a run of digits, separators and brackets starts: tried from every digit of
+# "1 1 1 … 1" (no operator), the scan would be quadratic in the question's length.
+_EXPRESSION = re.compile(
+    r"(?<![\d.,\s(（])[(（\s]*\d[\d.,\s]*(?:(?:\*\*|[-+*/×÷xX^%＋－＊／％=＝])[\s(（]*[-+]?\d[\d.,\s)）]*)+"
+)
 
 
 def arithmetic_span(question: str) -> str:
@@ -34,11 +38,11 @@ def arithmetic_span(question: str) -> str:
 
 
 def needs_retrieval(question: str) -> bool:
-    """False for small talk made only of numbers and for questions that are mostly a calculation."""
-    words = [w for w in tokenize(question) if not w.replace(".", "").isdigit()]
-    if not words:
-        return False
+    """False for small talk made only of numbers and for questions that are mostly a calculation.
+
+    The expression is measured first: a calculation is told apart without segmenting its words (which
+    would load the Chinese dictionary for "计算 12 × 12")."""
     span = arithmetic_span(question)
-    if not span:
-        return True
-    return len(re.sub(r"\s+", " ", span)) < ARITHMETIC_SHARE * len(question.replace(" ", ""))
+    if span and len(re.sub(r"\s+", " ", span)) >= ARITHMETIC_SHARE * len(question.replace(" ", "")):
+        return False
+    return any(not w.replace(".", "").isdigit() for w in tokenize(question))

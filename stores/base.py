@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol, TypedDict, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, runtime_checkable
 
-from langchain_core.messages import BaseMessage
+if TYPE_CHECKING:
+    from langchain_core.messages import BaseMessage
 
 
 class StoreUnavailableError(ConnectionError):
@@ -21,6 +22,10 @@ class Passage(TypedDict, total=False):
     score: float
     retrievers: list[str]
     metadata: dict[str, Any]
+
+
+MEMORY_TYPES = ("semantic", "episodic", "procedural")
+"""What a memory records: a fact or preference, an event with a date, a way the user wants things done."""
 
 
 class MemoryRecord(TypedDict, total=False):

@@ -17,10 +17,12 @@ from urllib.parse import urlparse
 import chromadb
 from chromadb.api import ClientAPI
 from chromadb.api.models.Collection import Collection
+from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
 from chromadb.config import Settings
+from chromadb.utils.embedding_functions import register_embedding_function
 
 from stores.base import StoreUnavailableError
-from stores.embeddings import ChromaEmbedding, Embedder
+from stores.embeddings import DEFAULT_EMBEDDER, Embedder, get_embedder
 
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")  # no phoning home, ever
 _clients: dict[str, ClientAPI] = {}
@@ -29,6 +31,34 @@ _lock = threading.Lock()
 
 class EmbeddingMismatchError(ValueError):
     """The collection was built with another embedder or dimension."""
+
+
+@register_embedding_function
+class ChromaEmbedding(EmbeddingFunction[Documents]):
+    """Our embedder as Chroma's embedding function, so Chroma never falls back to its downloading default."""
+
+    def __init__(self, embedder: Embedder | None = None, name: str = DEFAULT_EMBEDDER) -> None:
+        self.embedder = embedder if embedder is not None else get_embedder(name)
+
+    def __call__(self, input: Documents) -> Embeddings:
+        return list(self.embedder.embed_documents(list(input)))
+
+    def embed_query(self, input: Documents) -> Embeddings:
+        return [self.embedder.embed_query(text) for text in input]
+
+    @staticmethod
+    def name() -> str:
+        return "kb-agent"
+
+    def default_space(self) -> Any:
+        return "cosine"
+
+    def get_config(self) -> dict[str, Any]:
+        return {"embedder": self.embedder.name}
+
+    @staticmethod
+    def build_from_config(config: dict[str, Any]) -> ChromaEmbedding:
+        return ChromaEmbedding(name=str(config.get("embedder", DEFAULT_EMBEDDER)))
 
 
 def chroma_client(data_dir: str | Path, url: str = "") -> ClientAPI:

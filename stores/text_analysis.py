@@ -141,12 +141,11 @@ def tokenize(text: str) -> list[str]:
     Chinese, lower-cased stemmed words and numbers for the rest, without stop words or punctuation."""
     if not text or text.isspace():
         return []
-    cut = _segmenter()
     text = _CONTRACTION.sub("", unicodedata.normalize("NFKC", text).lower())  # full-width -> ASCII
     tokens: list[str] = []
     for i, piece in enumerate(_HAN_RUN.split(text)):
         if i % 2:  # odd pieces are the captured Han runs
-            tokens.extend(word for word in cut(piece) if word not in ZH_STOP_WORDS)
+            tokens.extend(word for word in _segmenter()(piece) if word not in ZH_STOP_WORDS)
         else:
             tokens.extend(stem(word) for word in _WORD.findall(piece) if word not in EN_STOP_WORDS)
     return tokens

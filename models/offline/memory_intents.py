@@ -7,6 +7,7 @@ the user is answered from the recalled memories in the prompt, with their ids; i
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Sequence
@@ -37,7 +38,14 @@ _SELF_QUESTION = re.compile(
 _MEMORY_BLOCK = re.compile(r"<(用户长期记忆|user_memories)[^>]*>\n(.*?)\n</\1>", re.S)
 _MEMORY_LINE = re.compile(r"^- \[([^\]\n]*)\] \((\w+)\) (.*)$", re.M)
 _RULE_ERROR = re.compile(r"not remembered \(rule (\d+)\): (.*)", re.S)
-_QUESTION_STOPWORDS = frozenset(tokenize("我 你 用户 什么 什么样 哪些 哪个 怎样 吗 呢 what which do does i my me user"))
+_QUESTION_WORDS = "我 你 用户 什么 什么样 哪些 哪个 怎样 吗 呢 what which do does i my me user"
+
+
+@functools.cache
+def _question_stopwords() -> frozenset[str]:
+    """Tokenised on first use: loading the segmenter's dictionary is not an import-time cost."""
+    return frozenset(tokenize(_QUESTION_WORDS))
+
 
 
 def is_question(text: str) -> bool:
@@ -150,7 +158,7 @@ def describe_memory_result(tool: str, content: str, status: str, zh: bool) -> st
 
 def _about_user_reply(question: str, messages: Sequence[BaseMessage], zh: bool) -> str:
     """Answer "我喜欢什么样的回答？" from the recalled memories that share its words, with their ids."""
-    wanted = {t for t in tokenize(question) if t not in _QUESTION_STOPWORDS}
+    wanted = {t for t in tokenize(question) if t not in _question_stopwords()}
     memories = memories_in_prompt(messages)
     matching = [m for m in memories if not wanted or wanted & set(tokenize(m["content"]))]
     if not matching:

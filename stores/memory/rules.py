@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from stores.audit import AuditEntry
-from stores.base import MemoryRecord
+from stores.base import MEMORY_TYPES, MemoryRecord
 from stores.memory.checks import (
     LABELS,
     email_allowed,
@@ -46,7 +46,6 @@ __all__ = [
     "sensitive_kinds",
 ]
 
-MEMORY_TYPES = ("semantic", "episodic", "procedural")
 ACTIONS = ("ADD", "UPDATE", "DELETE", "IGNORE")
 MIN_CONFIDENCE = 0.85
 MIN_CHARS, MAX_CHARS = 4, 400

@@ -15,14 +15,12 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from chromadb.api import ClientAPI
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from stores.audit import AuditEntry, AuditStore
 from stores.base import MemoryRecord
-from stores.chroma import chroma_client, open_collection
 from stores.embeddings import Embedder
 from stores.memory.checks import memory_tool_ran
 from stores.memory.recall import VECTOR_WEIGHT, fuse, keyword_scores
@@ -34,6 +32,10 @@ from stores.memory.rules import (
     apply_operations,
     normalise_content,
 )
+
+if TYPE_CHECKING:
+    from chromadb.api import ClientAPI
+    from chromadb.api.models.Collection import Collection
 
 log = logging.getLogger("kb_agent.memory")
 COLLECTION = "memories"
@@ -89,8 +91,9 @@ class ChromaMemoryStore:
         pool: Any = None,
     ) -> None:
         self.embedder = embedder
-        self._client = client if client is not None else chroma_client(data_dir, chroma_url)
-        self._collection = open_collection(self._client, collection, embedder, kind="memories")
+        self._where = (data_dir, chroma_url, client, collection)
+        self._opened: Collection | None = None
+        self._open_lock = threading.Lock()
         self.audit = audit if audit is not None else AuditStore(data_dir, database_url, pool=pool)
         self.extractor = extractor
         if not 0.0 <= vector_weight <= 1.0:
@@ -100,6 +103,25 @@ class ChromaMemoryStore:
         self.clock = clock
         self._locks: dict[str, threading.RLock] = {}
         self._locks_guard = threading.Lock()
+
+    @property
+    def _collection(self) -> Collection:
+        """The Chroma collection, opened (and created) on first use: opening the store costs nothing."""
+        if self._opened is None:
+            from stores.chroma import chroma_client, open_collection
+
+            data_dir, url, client, name = self._where
+            with self._open_lock:
+                if self._opened is None:
+                    client = client if client is not None else chroma_client(data_dir, url)
+                    self._opened = open_collection(client, name, self.embedder, kind="memories")
+        return self._opened
+
+    def _nothing_stored(self) -> bool:
+        """True when no embedded Chroma exists under the data folder yet: a read finds nothing without
+        starting Chroma (a turn that recalls no memory then never imports it)."""
+        data_dir, url, client, _ = self._where
+        return self._opened is None and not url and client is None and not Path(data_dir, "chroma").exists()
 
     def lock(self, user_id: str) -> threading.RLock:
         """The write lock of one user (re-entrant: a batch holds it while its writes take it again)."""
@@ -133,6 +155,8 @@ class ChromaMemoryStore:
 
     def _rows(self, **query: Any) -> list[tuple[MemoryRecord, float]]:
         """(record, updated timestamp) for a Chroma ``get``."""
+        if self._nothing_stored():
+            return []
         got = self._collection.get(include=["documents", "metadatas"], **query)
         rows = []
         for memory_id, document, meta in zip(
@@ -301,6 +325,8 @@ class ChromaMemoryStore:
         """Delete this user's expired memories (recall already ignores them); returns how many."""
         now = self.clock().timestamp()
         where = {"$and": [self._owned(user_id), {"expires_ts": {"$gt": 0.0}}, {"expires_ts": {"$lte": now}}]}
+        if self._nothing_stored():
+            return 0
         with self.lock(user_id):
             ids = self._collection.get(where=where, include=[])["ids"]
             if ids:

@@ -55,3 +55,15 @@ def test_the_span_reads_operator_words_and_ignores_dates() -> None:
 def test_a_huge_question_is_read_in_linear_time() -> None:
     question = "1 + " * 20_000 + "1 以及差旅报销的标准"
     assert needs_retrieval(question) is False  # mostly arithmetic; returns promptly (the regex does not backtrack)
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize(
+    "question",
+    ["1 " * 100_000, "差旅 " + "1 " * 100_000, "1 " * 100_000 + "+ 1", "what about " + "3.5, " * 50_000],
+)
+def test_a_long_run_of_numbers_without_an_operator_is_read_in_linear_time(question: str) -> None:
+    """Tried from every digit of the run, the expression scan took minutes for 100,000 numbers."""
+    needs_retrieval(question)
+    assert arithmetic_span("word " + "1 " * 100_000) == ""
+    assert needs_retrieval("1 " * 100_000) is False  # numbers and nothing else

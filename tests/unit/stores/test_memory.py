@@ -76,7 +76,7 @@ def test_records_have_every_field_and_are_per_user(store: ChromaMemoryStore) -> 
 def test_reads_and_writes_send_the_user_id_to_chroma(store: ChromaMemoryStore) -> None:
     record, _ = store.add("alice", "semantic", "用户喜欢喝茶")
     spy = SpyCollection(store._collection)
-    store._collection = spy  # type: ignore[assignment]
+    store._opened = spy  # type: ignore[assignment]
     store.recall("alice", "茶")
     store.get("alice", record["id"])
     store.update("alice", record["id"], "用户喜欢喝绿茶")
@@ -408,3 +408,16 @@ def test_episodic_memories_expire_after_30_days_by_default(tmp_path: Path, monke
     assert store.ttl_days == {"episodic": 30.0}
     forever = memory_store(Settings(data_dir=str(tmp_path / "forever"), memory_episodic_days=0))
     assert forever.ttl_days == {}
+
+
+def test_a_new_data_folder_starts_no_chroma_until_a_memory_is_written(tmp_path: Path) -> None:
+    """Opening the store and reading from it (a turn's recall) create nothing; the first write does."""
+    store = ChromaMemoryStore(tmp_path, embedder=HashingEmbedder(dim=64))
+    assert store.recall("ann", "where do I live?") == []
+    assert store.list("ann") == [] and store.get("ann", "mem_x") is None
+    assert store.purge_expired("ann") == 0
+    assert not (tmp_path / "chroma").exists()
+    store.add("ann", "semantic", "Ann lives in Beijing")
+    assert (tmp_path / "chroma").exists()
+    again = ChromaMemoryStore(tmp_path, embedder=HashingEmbedder(dim=64))  # another process, same folder
+    assert [m["content"] for m in again.recall("ann", "Beijing")] == ["Ann lives in Beijing"]
