@@ -366,8 +366,8 @@ class Settings(BaseSettings):
         'postgresql://… to keep threads in Postgres instead of SQLite under data_dir.',
     )
     checkpoint_prune: bool = _setting(
-        STORAGE, False,
-        'After each turn, delete checkpoints that add nothing to the history (the full history stays; time travel to intermediate steps goes).',
+        STORAGE, True,
+        'After each turn, delete checkpoints that add nothing to the history (the full history stays; time travel to intermediate steps goes). 0 keeps every step.',
     )
     turn_wait: float = _setting(
         STORAGE, 30.0,

@@ -15,6 +15,8 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 SQLITE_FILE = "threads.sqlite"
+WAL_PAGES = 256  # pages (4 KiB) of write-ahead log between automatic checkpoints: 1 MiB
+WAL_BYTES = 1 << 20  # the log file is cut back to this after a checkpoint
 
 
 class CheckpointConfigError(ValueError):
@@ -72,6 +74,10 @@ def open_checkpointer(data_dir: str | Path, url: str = "", *, pool: Any = None) 
     try:
         saver = SqliteSaver(conn)
         saver.setup()
+        # Every step writes a checkpoint: fold the write-ahead log back into the database every 1 MiB
+        # (not 4) and cut the file back to that size, so a thread's folder is its data, not a 4 MiB log.
+        conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_PAGES}")
+        conn.execute(f"PRAGMA journal_size_limit = {WAL_BYTES}")
         yield saver
     finally:
         conn.close()

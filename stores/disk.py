@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import os
 import shutil
 import sqlite3
 from collections.abc import Iterator
@@ -91,7 +92,7 @@ def storage_problem(exc: BaseException, data_dir: str | Path) -> str | None:
     if full := disk_full(exc, data_dir):
         return str(full)
     for cause in _chain(exc):
-        if _read_only(cause):
+        if _read_only(cause) or (_cannot_open(cause) and not writable(data_dir)):
             return (
                 f"cannot write {data_dir}: it is read-only (its file system, or its files' permissions); "
                 "kb-agent writes there even to read (locks, logs, migrations): make it writable, or point "
@@ -114,6 +115,25 @@ def storage_problem(exc: BaseException, data_dir: str | Path) -> str | None:
                 f"to start that store afresh{hint}; nothing was changed"
             )
     return None
+
+
+def _cannot_open(exc: BaseException) -> bool:
+    """SQLite could not open or create a database file (or its -wal/-shm beside it)."""
+    return getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_CANTOPEN
+
+
+def writable(data_dir: str | Path) -> bool:
+    """Whether files can be created under ``data_dir`` (or where it would be created): its file system is
+    not mounted read-only, and this user may write there. Root passes permission checks, not a ro mount."""
+    path = Path(data_dir)
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    try:
+        if os.statvfs(path).f_flag & os.ST_RDONLY:
+            return False
+    except OSError:
+        return False
+    return os.access(path, os.W_OK)
 
 
 def _read_only(exc: BaseException) -> bool:
