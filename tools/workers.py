@@ -13,7 +13,6 @@ import contextlib
 import contextvars
 import queue
 import threading
-import weakref
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
@@ -86,17 +85,34 @@ async def run_on_daemon_worker(fn: Callable[..., Any], kwargs: dict[str, Any]) -
     return await future
 
 
+class _LoopOfThread:
+    """A thread's event loop, closed when the thread ends (its thread-local slot is dropped then).
+
+    Graph runs call the synchronous entry point from short-lived pool threads, so a loop that outlived
+    its thread would leak an epoll descriptor, a socket pair and its default executor's thread per run.
+    It is made in an empty context: the loop's own callbacks copy the context they are made in, and the
+    run's (its config, so its whole state) must not live as long as the loop.
+    """
+
+    def __init__(self) -> None:
+        self.loop = contextvars.Context().run(asyncio.new_event_loop)
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):  # interpreter shutdown: the loop may be half torn down
+            if not self.loop.is_closed() and not self.loop.is_running():
+                self.loop.close()
+
+
 class _ThreadLoop(threading.local):
     """One event loop per thread for the synchronous entry point: ``asyncio.run`` builds and tears
     down a loop on every call (about 0.3 ms, the biggest per-round cost of ``graph.invoke``)."""
 
-    loop: asyncio.AbstractEventLoop | None = None
+    holder: _LoopOfThread | None = None
 
     def run(self, work: Coroutine[Any, Any, T]) -> T:
-        if self.loop is None or self.loop.is_closed():
-            self.loop = asyncio.new_event_loop()
-            weakref.finalize(threading.current_thread(), self.loop.close)
-        return self.loop.run_until_complete(work)
+        if self.holder is None or self.holder.loop.is_closed():
+            self.holder = _LoopOfThread()
+        return self.holder.loop.run_until_complete(work)
 
 
 _thread_loop = _ThreadLoop()

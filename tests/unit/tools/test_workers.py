@@ -57,3 +57,44 @@ def test_the_sync_entry_point_reuses_its_threads_loop() -> None:
     worker.start()
     worker.join()
     assert other[0] is not first
+
+
+def test_a_threads_loop_closes_when_the_thread_ends_and_keeps_no_run_alive() -> None:
+    """Graph runs call the sync entry point from short-lived pool threads: each such thread's loop (an
+    epoll descriptor and a socket pair, and the default executor's thread once a handler ran there) must
+    go with the thread, and must not hold the context it was made in (a run's config, so its state)."""
+    import contextvars
+    import gc
+    import os
+
+    run_state: contextvars.ContextVar[object] = contextvars.ContextVar("run_state")
+
+    class State:  # stands for a run's channels
+        pass
+
+    async def uses_the_default_executor() -> asyncio.AbstractEventLoop:
+        await asyncio.to_thread(lambda: None)
+        return asyncio.get_running_loop()
+
+    def one_run(loops: list[asyncio.AbstractEventLoop]) -> None:
+        run_state.set(State())
+        loops.append(run_on_thread_loop(uses_the_default_executor()))
+
+    def open_descriptors() -> int:
+        return len(os.listdir(f"/proc/{os.getpid()}/fd"))
+
+    loops: list[asyncio.AbstractEventLoop] = []
+    for _ in range(3):  # warm: the executor's first thread, lazily made objects
+        worker = threading.Thread(target=one_run, args=(loops,))
+        worker.start()
+        worker.join()
+    gc.collect()
+    before = open_descriptors()
+    for _ in range(20):
+        worker = threading.Thread(target=contextvars.copy_context().run, args=(one_run, loops))
+        worker.start()
+        worker.join()
+    gc.collect()
+    assert all(loop.is_closed() for loop in loops)
+    assert open_descriptors() <= before
+    assert not [o for o in gc.get_objects() if isinstance(o, State)]
