@@ -12,7 +12,11 @@ answer: two model rounds) against the loopback OpenAI-compatible endpoint answer
 - ``sync-pool``: ``graph.invoke`` on a pool of ``--pool`` threads (6: what a server's default executor gives
   sync nodes on 2 cores), the peer: how the graph fared on a server before its nodes were async;
 - ``sync-threads``: ``graph.invoke`` from one OS thread per conversation (the in-process Python developer's
-  sync path), with the sync checkpointer.
+  sync path), with the sync checkpointer;
+- ``peer-async`` and ``peer-sync-threads``: the same two drivers on ``langchain.agents.create_agent`` with
+  the same calculator (``tools.calculator.evaluate``), a ``ChatOpenAI`` client of the same endpoint with our
+  timeout and retries, and the same checkpointer: what the load costs an agent with no knowledge base,
+  budget, memory or tool platform, so ours/peer is what those cost.
 
 Per scenario: wall time of the turns, turns/s, p50/p95 of a turn, the process's CPU per turn, the
 endpoint's requests in flight (peak, mean while busy), and the wall time against the ideal (turns x model
@@ -20,6 +24,7 @@ rounds per turn x latency, all threads in parallel). Every answer is checked: a 
 counts as ok only if its last message carries the product.
 
     python bench/graph_concurrency.py [--only async,sync-pool] [--threads 50] [--turns 3] [--postgres URL] [--json out.json]
+    python bench/graph_concurrency.py --only async,peer-async,sync-threads,peer-sync-threads --threads 20
 """
 
 from __future__ import annotations
@@ -87,7 +92,8 @@ def _serve(latency: float, conn: Any) -> None:
     conn.send(None)
 
 
-SCENARIOS = ("async", "sync-pool", "sync-threads")
+SCENARIOS = ("async", "sync-pool", "sync-threads", "peer-async", "peer-sync-threads")
+PEER_TARGET = 1.15  # our wall time over the peer's, same driver, same run
 
 
 @dataclass
@@ -214,13 +220,15 @@ def run_scenario(name: str, tmp: Path, args: argparse.Namespace, endpoint: Endpo
     from graph.services import RunMemory
 
     def graph_of(saver: Any) -> Any:
+        if name.startswith("peer-"):
+            return peer_agent(saver)
         return build_graph(saver, memory=RunMemory())  # as graph/server.py's graph
 
     seen = Seen()
     endpoint.ask("reset")
     cpu = time.process_time()
     with database(args.postgres) as url:
-        if name == "async":
+        if name in ("async", "peer-async"):
             wall = asyncio.run(run_async(graph_of, tmp, url, args, seen))
         else:
             wall = run_sync(
@@ -248,6 +256,32 @@ def run_scenario(name: str, tmp: Path, args: argparse.Namespace, endpoint: Endpo
         mean_in_flight=round(mean, 1),
         errors=sorted(set(seen.errors))[:5],
     )
+
+
+def peer_agent(saver: Any) -> Any:
+    """``create_agent`` with our calculator, a client of the same endpoint, and ``saver``."""
+    from langchain.agents import create_agent
+    from langchain_core.tools import tool
+    from langchain_openai import ChatOpenAI
+
+    from nodes.settings import Settings
+    from tools.builtin import CALCULATOR
+    from tools.calculator import evaluate
+
+    @tool("calculator", description=CALCULATOR.description)
+    def calculator(expression: str) -> str:
+        """Evaluate an arithmetic expression exactly."""
+        return evaluate(expression)
+
+    settings = Settings()
+    model = ChatOpenAI(
+        model=settings.model_name,
+        base_url=settings.base_url,
+        api_key=settings.api_key,
+        timeout=settings.model_timeout,
+        max_retries=settings.model_max_retries,
+    )
+    return create_agent(model, tools=[calculator], checkpointer=saver)
 
 
 def quiet_environment(home: Path, endpoint: Endpoint) -> None:
@@ -341,6 +375,12 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
     for ours in ("async", "sync-threads"):
         if ours in by and "sync-pool" in by and by["sync-pool"].wall_s:
             print(f"{ours} / sync-pool: wall {by[ours].wall_s / by['sync-pool'].wall_s:.2f}x")
+        peer = by.get(f"peer-{ours}")
+        if ours in by and peer is not None and peer.wall_s and peer.cpu_ms_per_turn:
+            print(
+                f"{ours} / peer-{ours} (create_agent): wall {by[ours].wall_s / peer.wall_s:.2f}x "
+                f"(target <= {PEER_TARGET}), CPU per turn {by[ours].cpu_ms_per_turn / peer.cpu_ms_per_turn:.2f}x"
+            )
 
 
 if __name__ == "__main__":
