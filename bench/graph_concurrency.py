@@ -259,7 +259,11 @@ def run_scenario(name: str, tmp: Path, args: argparse.Namespace, endpoint: Endpo
 
 
 def peer_agent(saver: Any) -> Any:
-    """``create_agent`` with our calculator, a client of the same endpoint, and ``saver``."""
+    """``create_agent`` with our calculator, a client of the same endpoint, and ``saver``.
+
+    Its HTTP clients are its own: langchain-openai shares one default async client per process, and the
+    one an earlier scenario's event loop made fails on this one's ("Event loop is closed")."""
+    import httpx
     from langchain.agents import create_agent
     from langchain_core.tools import tool
     from langchain_openai import ChatOpenAI
@@ -280,6 +284,8 @@ def peer_agent(saver: Any) -> Any:
         api_key=settings.api_key,
         timeout=settings.model_timeout,
         max_retries=settings.model_max_retries,
+        http_client=httpx.Client(timeout=settings.model_timeout),
+        http_async_client=httpx.AsyncClient(timeout=settings.model_timeout),
     )
     return create_agent(model, tools=[calculator], checkpointer=saver)
 
