@@ -89,11 +89,15 @@ def system_prompt(
     summary: str = "",
     memories: list[dict[str, Any]] | None = None,
     passages: list[dict[str, Any]] | None = None,
+    rules_lang: str | None = None,
+    summary_lang: str | None = None,
 ) -> str:
     """Every text the application adds to a request, joined: what the summarize node's token accounts
-    measure. :func:`nodes.history.request` lays the same parts out for sending."""
+    measure. :func:`nodes.history.request` lays the same parts out for sending: the rules in
+    ``rules_lang`` (the thread's first question's language there), the summary marked in ``summary_lang``,
+    the turn's blocks and the budget note in ``lang`` (the current question's)."""
     parts = [
-        rules_prompt(lang, summary),
+        rules_prompt(rules_lang or lang, summary, summary_lang),
         turn_context(lang, memories, passages),
         budget_note(lang, remaining),
     ]

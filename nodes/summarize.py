@@ -146,9 +146,9 @@ class HistoryBudget:
         return self.input_budget - self.system - self.tools - self.question - self.passages - self.memories
 
 
-def _block_tokens(lang: str, remaining: dict[str, Any], base: int, **block: Any) -> int:
+def _block_tokens(lang: str, remaining: dict[str, Any], base: int, rules: str, **block: Any) -> int:
     """Tokens one marked block adds to the system prompt (measured on the real prompt, not re-derived)."""
-    return estimate_tokens(prompts.system_prompt(lang, remaining=remaining, **block)) - base
+    return estimate_tokens(prompts.system_prompt(lang, remaining=remaining, rules_lang=rules, **block)) - base
 
 
 def measure(
@@ -164,18 +164,25 @@ def measure(
     lang = language(question)
     budget = Budget.from_context(ctx)
     remaining = budget.remaining(budget.counters_for(state.budget, None))
-    base = estimate_tokens(prompts.system_prompt(lang, remaining=remaining))
+    # The rules go out in the language of the thread's first question (a fold can change which question
+    # that is), the turn's parts in the current one's: count the longer rules, never the shorter.
+    rules = max(sorted(prompts.SYSTEM), key=lambda code: estimate_tokens(prompts.SYSTEM[code]))
+    base = estimate_tokens(prompts.system_prompt(lang, remaining=remaining, rules_lang=rules))
     current = wire_history(state.messages[max(0, last_human_index(state.messages)) :])
     summary = _text(state.summary)
     accounts = HistoryBudget(  # the budget in estimate units, corrected by what the endpoint reported
         input_budget=int(settings.input_budget / calibration.ratio(ctx.model_name)),
-        system=count_message_tokens([SystemMessage(prompts.system_prompt(lang, remaining=remaining))]),
+        system=count_message_tokens(
+            [SystemMessage(prompts.system_prompt(lang, remaining=remaining, rules_lang=rules))]
+        ),
         tools=count_tool_tokens(definitions),
         question=count_message_tokens(current),
-        passages=_block_tokens(lang, remaining, base, passages=passages) if passages else 0,
-        memories=_block_tokens(lang, remaining, base, memories=state.memories) if state.memories else 0,
+        passages=_block_tokens(lang, remaining, base, rules, passages=passages) if passages else 0,
+        memories=_block_tokens(lang, remaining, base, rules, memories=state.memories) if state.memories else 0,
     )
-    return accounts, (_block_tokens(lang, remaining, base, summary=summary) if summary else 0)
+    if not summary:
+        return accounts, 0
+    return accounts, _block_tokens(lang, remaining, base, rules, summary=summary, summary_lang=language(summary))
 
 
 def split_rounds(messages: Sequence[AnyMessage]) -> list[list[AnyMessage]]:

@@ -29,7 +29,7 @@ from models.summary import extractive_summary, has_sections, verbatim_tokens
 from models.tokens import count_message_tokens, count_tool_tokens
 from nodes import prompts
 from nodes.budget import Budget
-from nodes.history import wire_history
+from nodes.history import request, wire_history
 from nodes.settings import Settings
 from nodes.state import State
 from nodes.summarize import (
@@ -129,6 +129,38 @@ def test_measured_parts_add_up_to_the_request_the_agent_sends() -> None:
     assert abs(parts - sent) <= 6
     assert accounts.tools == count_tool_tokens(registry.definitions())
     assert accounts.passages > 200 and accounts.memories > 5
+
+
+@pytest.mark.parametrize(
+    ("first", "last", "summary"),
+    [
+        ("第一个问题是什么？", "And what is the last question?", ""),
+        ("What was the first question?", "最后一个问题是什么？", ""),
+        ("第一个问题是什么？", "And what is the last question?", "Discussed:\n- user: x"),
+        ("What was the first question?", "最后一个问题是什么？", "已讨论：\n- 用户：x"),
+    ],
+)
+def test_the_accounts_cover_the_request_when_the_thread_changes_language(first: str, last: str, summary: str) -> None:
+    """The rules go out in the thread's first language, the turn's parts in the current question's: a
+    thread begun in Chinese and asked in English was counted with the shorter English rules (13 tokens
+    under), and a request went over its budget."""
+    messages = [HumanMessage(first, id="q0"), AIMessage("answer " * 20, id="a0"), HumanMessage(last, id="q1")]
+    state = State(
+        messages=messages,
+        summary=summary,
+        passages=[{"id": "doc#1", "text": "RAG 是检索增强生成。" * 5}],
+        memories=[{"id": "m1", "memory_type": "semantic", "content": "用户喜欢简洁的中文回答"}],
+    )
+    ctx = Settings()
+    accounts, summary_tokens = measure(HistoryLimits.from_context(ctx), state, ctx, [])
+    budget = Budget.from_context(ctx)
+    remaining = budget.remaining(budget.counters_for(state.budget, None))
+    sent = count_message_tokens(
+        request(messages, remaining=remaining, summary=summary, memories=state.memories, passages=state.passages)
+    )
+    history = count_message_tokens(wire_history(messages[:-1]))
+    parts = accounts.system + accounts.passages + accounts.memories + summary_tokens + history + accounts.question
+    assert sent <= parts <= sent + 20
 
 
 def test_rounds_to_fold_keeps_recent_rounds_and_folds_more_only_when_needed() -> None:
