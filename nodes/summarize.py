@@ -15,6 +15,7 @@ never cut from its answer nor a tool call from its results. A failing summary mo
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import re
 from collections.abc import Sequence
@@ -151,6 +152,13 @@ def _block_tokens(lang: str, remaining: dict[str, Any], base: int, rules: str, *
     return estimate_tokens(prompts.system_prompt(lang, remaining=remaining, rules_lang=rules, **block)) - base
 
 
+@functools.cache
+def _longer_rules() -> str:
+    """The language whose rules are longer. The rules go out in the language of the thread's first question
+    (a fold can change which question that is), the turn's parts in the current one's: count the longer."""
+    return max(sorted(prompts.SYSTEM), key=lambda code: estimate_tokens(prompts.SYSTEM[code]))
+
+
 def measure(
     settings: HistoryLimits,
     state: State,
@@ -164,9 +172,7 @@ def measure(
     lang = language(question)
     budget = Budget.from_context(ctx)
     remaining = budget.remaining(budget.counters_for(state.budget, None))
-    # The rules go out in the language of the thread's first question (a fold can change which question
-    # that is), the turn's parts in the current one's: count the longer rules, never the shorter.
-    rules = max(sorted(prompts.SYSTEM), key=lambda code: estimate_tokens(prompts.SYSTEM[code]))
+    rules = _longer_rules()
     base = estimate_tokens(prompts.system_prompt(lang, remaining=remaining, rules_lang=rules))
     current = wire_history(state.messages[max(0, last_human_index(state.messages)) :])
     summary = _text(state.summary)
