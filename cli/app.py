@@ -107,11 +107,15 @@ def approval_prompt(console: Console) -> Any:
         if payload.get("error"):
             console.print(f"[yellow]{shown(str(payload['error']))}[/yellow]")
         console.print(f"[bold yellow]approval needed[/bold yellow]: {shown(str(payload.get('description')))}")
+        # The decision names the call shown, so it cannot apply to another one put in its place.
+        shown_call = {k: payload[k] for k in ("call_id", "digest") if isinstance(payload.get(k), str)}
         try:
             yes = typer.confirm("Approve this call?", default=False, err=True)
         except typer.Abort:
-            return {"approved": False, "reason": "no answer was given"}
-        return {"approved": True, "reason": "approved at the terminal"} if yes else {"approved": False}
+            return {"approved": False, "reason": "no answer was given", **shown_call}
+        if yes:
+            return {"approved": True, "reason": "approved at the terminal", **shown_call}
+        return {"approved": False, **shown_call}
 
     return approve
 

@@ -202,6 +202,7 @@ class Agent:
                 raise NoPendingApprovalError(f"thread {thread_id!r} is not waiting for an approval")
             value = parse_decision(decision)  # InvalidApprovalError before anything is resumed
             resume = {"approved": value.approved, "reason": value.reason}
+            resume.update({k: v for k, v in (("call_id", value.call_id), ("digest", value.digest)) if v})
             return self._drive(Command(resume=resume), config, ctx, on_event, approve)
 
     def pending_approvals(self, thread_id: str, *, user_id: str | None = None) -> list[dict[str, Any]]:

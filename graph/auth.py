@@ -39,7 +39,13 @@ from nodes.context import (
     check_run_values,
 )
 from nodes.settings import Settings
-from nodes.state import InvalidInputError, check_input
+from nodes.state import (
+    ForbiddenStateError,
+    InvalidInputError,
+    TooManyMessagesError,
+    check_caller_command,
+    check_input,
+)
 from tools.permissions import resolve_grant
 
 TOKENS_ENV = "KB_AGENT_API_TOKENS"
@@ -99,12 +105,13 @@ def _header(headers: dict[Any, Any], name: bytes) -> str | None:
     return value if len(value) <= MAX_HEADER else None
 
 
-def _unauthorized(detail: str) -> Auth.exceptions.HTTPException:
-    return Auth.exceptions.HTTPException(status_code=401, detail=detail)
+class Unauthenticated(Exception):
+    """No valid credentials: the message says what to send."""
 
 
-@auth.authenticate
-async def authenticate(headers: dict[bytes, bytes]) -> Auth.types.MinimalUserDict:
+def identify(headers: dict[Any, Any]) -> Auth.types.MinimalUserDict:
+    """The caller the headers name: the token's user, roles and groups (or the developer's header user
+    when the deployment has no tokens). The server's routes and its edge (``graph.edge``) both ask here."""
     tokens = _tokens(os.environ.get(TOKENS_ENV, ""))
     if not tokens:
         user = (_header(headers, USER_HEADER) or "").strip()
@@ -113,19 +120,25 @@ async def authenticate(headers: dict[bytes, bytes]) -> Auth.types.MinimalUserDic
         return {"identity": "default", "permissions": [DEV_MARK]}
     header = _header(headers, b"authorization")
     if header is None:
-        raise _unauthorized(
-            "missing or unreadable Authorization header; send 'Authorization: Bearer <token>'"
-        )
+        raise Unauthenticated("missing or unreadable Authorization header; send 'Authorization: Bearer <token>'")
     scheme, _, token = header.strip().partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
-        raise _unauthorized("malformed Authorization header; send 'Authorization: Bearer <token>'")
+        raise Unauthenticated("malformed Authorization header; send 'Authorization: Bearer <token>'")
     presented = token.strip().encode("utf-8")
     for known, who in tokens.items():
         if hmac.compare_digest(presented, known):
             marks = [TOKEN_MARK, *(ROLE_PREFIX + r for r in who["roles"])]
             marks += [GROUP_PREFIX + g for g in who["groups"]]
             return {"identity": who["user"], "permissions": marks}
-    raise _unauthorized("unknown bearer token")
+    raise Unauthenticated("unknown bearer token")
+
+
+@auth.authenticate
+async def authenticate(headers: dict[bytes, bytes]) -> Auth.types.MinimalUserDict:
+    try:
+        return identify(headers)
+    except Unauthenticated as exc:
+        raise Auth.exceptions.HTTPException(status_code=401, detail=str(exc)) from None
 
 
 def _owner(ctx: Auth.types.AuthContext) -> str:
@@ -164,14 +177,23 @@ def _check_run_payload(ctx: Auth.types.AuthContext, context: Any, configurable: 
             )
 
 
-def _check_run_input(value: Any) -> None:
-    """422 for input messages that would not coerce: refused before the run is queued, so nothing of it
-    reaches the thread's checkpoint (LangGraph saves input before coercing it; the thread would stay
-    unreadable)."""
+def refusal(exc: InvalidInputError) -> Auth.exceptions.HTTPException:
+    """The status of a refused input or state write: 403 for a channel the caller may not write, 413 for
+    too many messages, else 422."""
+    status = 403 if isinstance(exc, ForbiddenStateError) else 413 if isinstance(exc, TooManyMessagesError) else 422
+    return Auth.exceptions.HTTPException(status_code=status, detail=str(exc))
+
+
+def _check_run_input(value: Any, command: Any = None) -> None:
+    """Refuse, before the run is queued, input messages that would not coerce (LangGraph saves input before
+    coercing it; the thread would stay unreadable), too many of them, and a command that writes anything
+    but messages or routes the graph: a resume is the only thing a command may carry besides messages."""
+    max_messages = Settings.current().max_input_messages
     try:
-        check_input(value)
+        check_input(value, max_messages)
+        check_caller_command(command, max_messages)
     except InvalidInputError as exc:
-        raise Auth.exceptions.HTTPException(status_code=422, detail=str(exc)) from None
+        raise refusal(exc) from None
 
 
 # Keys the server itself puts in a run's configurable before the handlers see it.
@@ -208,7 +230,7 @@ async def runs_with_checked_context(ctx: Auth.types.AuthContext, value: Any) -> 
     # langgraph-api nests the run's payload under "kwargs"; Aegra (kb-agent serve) passes it flat.
     kwargs = value.get("kwargs") if isinstance(value.get("kwargs"), dict) else value
     _check_run_payload(ctx, kwargs.get("context"), _caller_configurable(kwargs))
-    _check_run_input(kwargs.get("input"))
+    _check_run_input(kwargs.get("input"), kwargs.get("command"))
     return _stamp_and_filter(ctx, value)
 
 
@@ -219,7 +241,7 @@ async def crons_of_their_owner(ctx: Auth.types.AuthContext, value: Any) -> dict[
         payload = value  # Aegra passes a cron's run fields flat, langgraph-api under "payload"
     if isinstance(payload, dict):
         _check_run_payload(ctx, payload.get("context"), _caller_configurable(payload))
-        _check_run_input(payload.get("input"))
+        _check_run_input(payload.get("input"), payload.get("command"))
     return _stamp_and_filter(ctx, value)
 
 

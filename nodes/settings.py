@@ -48,10 +48,11 @@ __all__ = [
 ]
 
 OFFLINE_MODEL = "offline"
+OPENABLE_ROUTES = ("/metrics", "/docs", "/redoc", "/openapi.json")
 
 # The concerns settings are grouped by: their order in the docs table and ``kb-agent config``, and the
 # section views (``settings.retrieval.top_k``).
-MODEL, HISTORY, BUDGET, TOOLS, RETRIEVAL, MEMORY, STORAGE = (
+MODEL, HISTORY, BUDGET, TOOLS, RETRIEVAL, MEMORY, STORAGE, SERVER = (
     "model",
     "history",
     "budget",
@@ -59,6 +60,7 @@ MODEL, HISTORY, BUDGET, TOOLS, RETRIEVAL, MEMORY, STORAGE = (
     "retrieval",
     "memory",
     "storage",
+    "server",
 )
 SECTIONS: dict[str, str] = {
     MODEL: "Model",
@@ -68,6 +70,7 @@ SECTIONS: dict[str, str] = {
     RETRIEVAL: "Retrieval",
     MEMORY: "Memory",
     STORAGE: "Storage",
+    SERVER: "Server limits",
 }
 _WHERE = {
     DEFAULT: "the default",
@@ -374,6 +377,20 @@ class Settings(BaseSettings):
         'Seconds a turn waits for another turn on the same thread to finish before it is refused as busy (0: refuse at once).',
     )
 
+    # server limits
+    max_body_bytes: int = _setting(
+        SERVER, 1_000_000,
+        'Largest request body a server accepts, in bytes; a larger one is a 413 before it is read whole.',
+    )
+    max_input_messages: int = _setting(
+        SERVER, 100,
+        "Most messages one run's input, resume or state update may carry.",
+    )
+    open_routes: str = _setting(
+        SERVER, '',
+        "Server pages anyone may read without a token, comma-separated, from /metrics, /docs, /redoc, /openapi.json (empty: all need one).",
+    )
+
     def __init__(self, **values: Any) -> None:
         seen: dict[str, set[str]] = {}
         token = supplied.set(seen)
@@ -466,6 +483,8 @@ class Settings(BaseSettings):
             "candidates",
             "rrf_k",
             "tool_candidates",
+            "max_body_bytes",
+            "max_input_messages",
         ):
             if getattr(self, name) < 1:
                 raise ConfigError(
@@ -488,6 +507,12 @@ class Settings(BaseSettings):
                 raise ConfigError(
                     f"{ENV_PREFIX}{name.upper()} must be positive, got {getattr(self, name)}{self._where(name)}"
                 )
+        unknown = set(self.open_route_list) - set(OPENABLE_ROUTES)
+        if unknown:
+            raise ConfigError(
+                f"{ENV_PREFIX}OPEN_ROUTES may name only {', '.join(OPENABLE_ROUTES)}, got "
+                f"{', '.join(sorted(unknown))}{self._where('open_routes')}"
+            )
         if self.fusion not in ("rrf", "convex"):
             raise ConfigError(
                 f"{ENV_PREFIX}FUSION must be rrf or convex, got {self.fusion!r}{self._where('fusion')}"
@@ -513,6 +538,11 @@ class Settings(BaseSettings):
             raise ConfigError(f"{ENV_PREFIX}RERANK_MIN_SCORE must be between 0 and 1, got {self.rerank_min_score}")
         if self.max_top_k < self.top_k:
             raise ConfigError(f"{ENV_PREFIX}MAX_TOP_K ({self.max_top_k}) must be at least {ENV_PREFIX}TOP_K ({self.top_k})")
+
+    @property
+    def open_route_list(self) -> tuple[str, ...]:
+        """The server pages the operator opened to callers without a token."""
+        return tuple(r.strip() for r in self.open_routes.split(",") if r.strip())
 
     @property
     def group_list(self) -> tuple[str, ...]:

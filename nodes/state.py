@@ -8,12 +8,24 @@ from typing import Annotated, Any
 from langchain_core.messages import AnyMessage, BaseMessage, convert_to_messages
 from langgraph.graph import add_messages
 
+# The only state a caller writes; every other channel (budget, summary, passages, memories, answers) is
+# written by the graph's nodes, so nothing a caller sends can lift a budget or forge what the agent said.
+CALLER_CHANNELS = ("messages",)
+
 
 class InvalidInputError(ValueError):
     """A run's input the graph cannot take (say, a message of an unknown role): refused before it is saved."""
 
 
-def check_input(payload: Any) -> None:
+class TooManyMessagesError(InvalidInputError):
+    """More messages in one input than the deployment takes at once."""
+
+
+class ForbiddenStateError(InvalidInputError):
+    """A caller's write to a channel only the graph's nodes write."""
+
+
+def check_input(payload: Any, max_messages: int | None = None, where: str = "input") -> None:
     """Refuse input whose messages would not coerce, before the run starts.
 
     LangGraph saves a run's input in the thread's checkpoint before its reducer coerces the messages, so a
@@ -25,6 +37,10 @@ def check_input(payload: Any) -> None:
     messages = payload["messages"]
     if not isinstance(messages, list):
         messages = [messages]
+    if max_messages is not None and len(messages) > max_messages:
+        raise TooManyMessagesError(
+            f"{where}.messages has {len(messages)} messages; at most {max_messages} are taken at once"
+        )
     for index, message in enumerate(messages):
         if isinstance(message, BaseMessage):
             continue
@@ -33,9 +49,45 @@ def check_input(payload: Any) -> None:
         except (ValueError, TypeError, KeyError, NotImplementedError) as exc:
             reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise InvalidInputError(
-                f"input.messages[{index}] is not a message: {reason} "
+                f"{where}.messages[{index}] is not a message: {reason} "
                 '(send {"role": "user", "content": "..."})'
             ) from None
+
+
+def check_caller_update(values: Any, max_messages: int | None = None, where: str = "values") -> None:
+    """Refuse a caller's state write that touches anything but the messages, or messages that would not
+    coerce (a wrongly typed value would break every later run of the thread)."""
+    updates = values if isinstance(values, list) else [values]
+    for index, update in enumerate(updates):
+        here = f"{where}[{index}]" if isinstance(values, list) else where
+        if update is None:
+            continue
+        if not isinstance(update, dict):
+            raise InvalidInputError(f"{here} must be an object like {{\"messages\": [...]}}")
+        forbidden = sorted(str(k) for k in update if k not in CALLER_CHANNELS)
+        if forbidden:
+            raise ForbiddenStateError(
+                f"{here}: {', '.join(forbidden)} cannot be written by a caller; only "
+                f"{', '.join(CALLER_CHANNELS)} can (the rest is written by the agent)"
+            )
+        if "messages" in update and update["messages"] is None:
+            raise InvalidInputError(f"{here}.messages must be a list of messages, got null")
+        check_input(update, max_messages, here)
+
+
+def check_caller_command(command: Any, max_messages: int | None = None, where: str = "command") -> None:
+    """A caller's ``Command`` may resume a pending question and add messages; it may not route the graph
+    (``goto`` would skip the model and the checks before a tool runs) nor write any other channel."""
+    if command is None:
+        return
+    if not isinstance(command, dict):
+        raise InvalidInputError(f'{where} must be an object like {{"resume": ...}}')
+    if command.get("goto"):
+        raise ForbiddenStateError(
+            f"{where}.goto: a caller cannot route the graph; send a question, or resume a pending approval"
+        )
+    if command.get("update") is not None:
+        check_caller_update(command["update"], max_messages, f"{where}.update")
 
 
 @dataclass(kw_only=True)

@@ -3,11 +3,13 @@
 The graph asks through LangGraph's ``interrupt()``, so the question survives restarts in the checkpoint and
 works the same from Python, the CLI and a LangGraph server; the answer comes back with
 ``Command(resume={"approved": true|false, "reason": ...})``. An approval covers one call: the next call to the
-same tool asks again.
+same tool asks again. The question carries the call's id and a digest of its tool and arguments; a decision
+that names them is applied only to that call (any other call pending in its place is asked about again).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,7 +18,10 @@ from typing import Any
 from langgraph.types import interrupt
 
 APPROVAL_KIND = "tool_approval"
-RESUME_HINT = 'resume with Command(resume={"approved": true|false, "reason": "..."})'
+RESUME_HINT = (
+    'resume with Command(resume={"approved": true|false, "reason": "...", "call_id": "...", "digest": "..."}) '
+    "(call_id and digest as shown, optional)"
+)
 MAX_INVALID_ANSWERS = 5
 
 
@@ -34,12 +39,18 @@ class ApprovalRequest:
     description: str
     source: str = "builtin"
 
+    @property
+    def digest(self) -> str:
+        """What the call does, in a form a decision can name: the tool and its exact arguments."""
+        return call_digest(self.tool, self.args)
+
     def payload(self, error: str = "") -> dict[str, Any]:
         """The JSON-safe value carried by the interrupt (shown by Studio, the SDK and the CLI)."""
         data: dict[str, Any] = {
             "kind": APPROVAL_KIND,
             "tool": self.tool,
             "call_id": self.call_id,
+            "digest": self.digest,
             "args": self.args,
             "description": self.description,
             "source": self.source,
@@ -54,6 +65,21 @@ class ApprovalRequest:
 class ApprovalDecision:
     approved: bool
     reason: str = ""
+    call_id: str | None = None  # the call the person saw, when the decision names it
+    digest: str | None = None
+
+    def mismatch(self, request: ApprovalRequest) -> str:
+        """Why this decision is not about ``request`` ('' when it is, or names nothing)."""
+        if self.call_id is not None and self.call_id != request.call_id:
+            return f"the decision names call {self.call_id!r:.80}, but the call waiting is {request.call_id!r}"
+        if self.digest is not None and self.digest != request.digest:
+            return "the decision names another tool or other arguments than the call waiting now (digest differs)"
+        return ""
+
+
+def call_digest(tool: str, args: dict[str, Any]) -> str:
+    shown = json.dumps([tool, args], sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(shown.encode("utf-8")).hexdigest()
 
 
 Approver = Callable[[ApprovalRequest], ApprovalDecision]
@@ -76,7 +102,7 @@ def parse_decision(value: Any) -> ApprovalDecision:
     approved = value.get("approved")
     if not isinstance(approved, bool):
         raise InvalidApprovalError(f"'approved' must be true or false, got {approved!r:.40}; {RESUME_HINT}")
-    extra = set(value) - {"approved", "reason"}
+    extra = set(value) - {"approved", "reason", "call_id", "digest"}
     if extra:
         raise InvalidApprovalError(f"unexpected field(s) {', '.join(sorted(extra))}; {RESUME_HINT}")
     reason = value.get("reason", "")
@@ -84,7 +110,13 @@ def parse_decision(value: Any) -> ApprovalDecision:
         reason = ""
     if not isinstance(reason, str):
         raise InvalidApprovalError(f"'reason' must be text, got {type(reason).__name__}; {RESUME_HINT}")
-    return ApprovalDecision(approved=approved, reason=reason.strip()[:500])
+    named = {}
+    for key in ("call_id", "digest"):
+        if value.get(key) is not None:
+            if not isinstance(value[key], str):
+                raise InvalidApprovalError(f"{key!r} must be text as shown, got {type(value[key]).__name__}; {RESUME_HINT}")
+            named[key] = value[key]
+    return ApprovalDecision(approved=approved, reason=reason.strip()[:500], **named)
 
 
 def interrupt_approver(request: ApprovalRequest) -> ApprovalDecision:
@@ -97,9 +129,14 @@ def interrupt_approver(request: ApprovalRequest) -> ApprovalDecision:
     for _ in range(MAX_INVALID_ANSWERS):
         answer = interrupt(request.payload(error))
         try:
-            return parse_decision(answer)
+            decision = parse_decision(answer)
         except InvalidApprovalError as exc:
             error = str(exc)
+            continue
+        error = decision.mismatch(request)
+        if not error:
+            return decision
+        error += "; this is the call waiting now, decide again"
     return ApprovalDecision(False, f"no valid approval was given ({error})")
 
 

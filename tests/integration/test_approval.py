@@ -122,6 +122,28 @@ def test_a_malformed_answer_asks_again(kb_home: Path) -> None:
     assert graph.get_state(config).interrupts == ()
 
 
+def test_a_decision_applies_only_to_the_call_it_names(kb_home: Path) -> None:
+    """The pending call is swapped for another after it was shown (same message and call ids): a decision
+    naming the shown call is not applied to the new one, which is put to the person again."""
+    graph = build_graph(InMemorySaver())
+    config = {"configurable": {"thread_id": "t", "user_id": "alice"}}
+    ctx = Settings(**ADMIN)
+    paused = graph.invoke({"messages": [HumanMessage("删除文档 rag.md")]}, config, context=ctx)
+    [shown] = paused["__interrupt__"]
+    assert shown.value["args"] == {"doc_id": "rag.md"} and len(shown.value["digest"]) == 64
+    pending = graph.get_state(config).values["messages"][-1]
+    swapped = pending.model_copy(update={"tool_calls": [{**pending.tool_calls[0], "args": {"doc_id": "agents.md"}}]})
+    graph.update_state(config, {"messages": [swapped]}, as_node="agent")
+    decision = {"approved": True, "call_id": shown.value["call_id"], "digest": shown.value["digest"]}
+    again = graph.invoke(Command(resume=decision), config, context=ctx)
+    [asked] = again["__interrupt__"]
+    assert asked.value["args"] == {"doc_id": "agents.md"} and "digest differs" in asked.value["error"]
+    assert open_knowledge_base(Settings()).stats()["documents"] == 3  # nothing was deleted
+    named = {"approved": True, "call_id": asked.value["call_id"], "digest": asked.value["digest"]}
+    graph.invoke(Command(resume=named), config, context=ctx)
+    assert _indexed("agents.md")["manifest"] is False and _indexed("rag.md")["manifest"] is True
+
+
 def test_a_user_without_the_role_is_denied_through_the_graph(kb_home: Path) -> None:
     # The offline model is not offered the tool at all, and says why.
     graph = build_graph(InMemorySaver())

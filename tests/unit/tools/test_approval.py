@@ -167,6 +167,7 @@ def test_a_broken_describer_falls_back_to_the_arguments() -> None:
         ({"approved": False, "reason": " not now "}, ApprovalDecision(False, "not now")),
         ({"approved": True, "reason": None}, ApprovalDecision(True, "")),
         ('{"approved": false}', ApprovalDecision(False, "")),
+        ({"approved": True, "call_id": "c1", "digest": "d"}, ApprovalDecision(True, "", "c1", "d")),
     ],
 )
 def test_parse_decision_accepts_approvals(value: Any, expected: ApprovalDecision) -> None:
@@ -186,6 +187,8 @@ def test_parse_decision_accepts_approvals(value: Any, expected: ApprovalDecision
         {"approved": 1},
         {"approved": True, "extra": 1},
         {"approved": True, "reason": 5},
+        {"approved": True, "call_id": 7},
+        {"approved": True, "digest": ["x"]},
     ],
 )
 def test_parse_decision_refuses_anything_else(value: Any) -> None:
@@ -200,3 +203,13 @@ def test_request_payload_is_json_safe() -> None:
     payload = request.payload("bad answer")
     assert json.loads(json.dumps(payload)) == payload
     assert payload["kind"] == "tool_approval" and payload["error"] == "bad answer"
+
+
+def test_a_decision_names_the_call_it_was_shown() -> None:
+    request = ApprovalRequest("c1", "drop", {"doc_id": "a"}, "delete a", "builtin")
+    assert request.payload()["digest"] == request.digest == ApprovalRequest("c1", "drop", {"doc_id": "a"}, "x").digest
+    assert ApprovalDecision(True).mismatch(request) == ""
+    assert ApprovalDecision(True, call_id="c1", digest=request.digest).mismatch(request) == ""
+    assert "c2" in ApprovalDecision(True, call_id="c2").mismatch(request)
+    other = ApprovalRequest("c1", "drop", {"doc_id": "b"}, "delete b").digest
+    assert "digest" in ApprovalDecision(True, call_id="c1", digest=other).mismatch(request)

@@ -1,0 +1,213 @@
+"""The server's edge: what every HTTP request meets before the LangGraph routes (``langgraph.json`` "http").
+
+Both runtimes (``langgraph dev`` / LangGraph API, and Aegra behind ``kb-agent serve``) load ``app`` from
+here and put :class:`Edge` in front of all their routes. The auth handlers (``graph.auth``) see a run's
+payload but not every request's body, so what must hold for any request is checked here, once:
+
+- a request body larger than ``max_body_bytes`` is a 413 before it is read whole;
+- a caller's thread-state write (``POST /threads/{id}/state``, a new thread's ``supersteps``) may change
+  the messages only, with messages that coerce, and never while the thread waits for an approval (the
+  pending call would change under the person deciding);
+- the event-protocol routes (``/threads/{id}/commands``, ``/threads/{id}/stream/events``) start runs
+  without the checks of the runs API, so they are closed;
+- ``/metrics`` and the API docs need a valid token unless the operator opened them (``open_routes``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from graph.auth import Unauthenticated, identify, refusal
+from nodes.settings import OPENABLE_ROUTES, Settings
+from nodes.state import InvalidInputError, check_caller_command, check_caller_update
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+STATE_WRITE = re.compile(r"/threads/(?P<thread>[^/]+)/state/?")
+THREADS = re.compile(r"/threads/?")
+EVENT_PROTOCOL = re.compile(r"/threads/[^/]+/(?:commands|stream/events)/?")
+BODY_METHODS = ("POST", "PUT", "PATCH")
+
+
+class Refused(Exception):
+    """A request the edge answers itself."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+
+
+async def _answer(send: Send, status: int, detail: str) -> None:
+    body = json.dumps({"detail": detail}, ensure_ascii=False).encode("utf-8")
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _headers(scope: Scope) -> dict[bytes, bytes]:
+    return {bytes(k).lower(): bytes(v) for k, v in scope.get("headers") or ()}
+
+
+async def _read_body(receive: Receive, limit: int) -> bytes:
+    """The whole body, refused as soon as it passes ``limit`` (a body without a length is not read on)."""
+    chunks, size = [], 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise Refused(400, "the client went away before sending the whole body")
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise Refused(413, f"request body larger than {limit} bytes (max_body_bytes)")
+        chunks.append(chunk)
+        if not message.get("more_body"):
+            return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A ``receive`` that hands the inner app the body already read, then waits as the original would."""
+    sent = False
+
+    async def again() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return again
+
+
+def _check_state_write(payload: Any, settings: Settings) -> None:
+    """A caller's state write: messages only, that coerce (``graph.auth.refusal`` maps the error)."""
+    if not isinstance(payload, dict):
+        return  # not JSON the route takes: it answers with its own 422
+    check_caller_update(payload.get("values"), settings.max_input_messages)
+    check_caller_command(payload.get("command"), settings.max_input_messages)
+
+
+def _check_new_thread(payload: Any, settings: Settings) -> None:
+    """A new thread's ``supersteps`` are state writes too."""
+    steps = payload.get("supersteps") if isinstance(payload, dict) else None
+    if not isinstance(steps, list):
+        return
+    for s, step in enumerate(steps):
+        updates = step.get("updates") if isinstance(step, dict) else None
+        for u, update in enumerate(updates if isinstance(updates, list) else []):
+            if not isinstance(update, dict):
+                continue
+            where = f"supersteps[{s}].updates[{u}]"
+            check_caller_update(update.get("values"), settings.max_input_messages, f"{where}.values")
+            check_caller_command(update.get("command"), settings.max_input_messages, f"{where}.command")
+
+
+class Edge:
+    """ASGI middleware in front of every route of the server (see the module docstring)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if scope["type"] == "websocket" and EVENT_PROTOCOL.fullmatch(path):
+            await send({"type": "websocket.close", "code": 1008, "reason": "closed: use /threads/{id}/runs"})
+            return
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        try:
+            receive = await self._check(scope, receive)
+        except Refused as refused:
+            await _answer(send, refused.status, refused.detail)
+            return
+        await self.app(scope, receive, send)
+
+    async def _check(self, scope: Scope, receive: Receive) -> Receive:
+        """Refuse what the edge refuses; else the ``receive`` the inner app should read the body from."""
+        settings = Settings.current()
+        path, method = scope.get("path", ""), scope.get("method", "GET")
+        headers = _headers(scope)
+        if EVENT_PROTOCOL.fullmatch(path) and method == "POST":
+            raise Refused(403, "this route is closed here; start and resume runs with POST /threads/{id}/runs")
+        if path.rstrip("/") in OPENABLE_ROUTES and path.rstrip("/") not in settings.open_route_list:
+            try:
+                identify(headers)
+            except Unauthenticated as exc:
+                raise Refused(401, f"{exc} (or open {path} with KB_AGENT_OPEN_ROUTES)") from None
+        if method not in BODY_METHODS:
+            return receive
+        limit = settings.max_body_bytes
+        try:
+            declared = int(headers.get(b"content-length", b"0") or 0)
+        except ValueError:
+            raise Refused(400, "unreadable Content-Length header") from None
+        if declared > limit:
+            raise Refused(413, f"request body of {declared} bytes is larger than {limit} (max_body_bytes)")
+        body = await _read_body(receive, limit)
+        state_write = STATE_WRITE.fullmatch(path) if method == "POST" else None
+        if state_write or (method == "POST" and THREADS.fullmatch(path)):
+            try:
+                payload = json.loads(body) if body else None
+            except ValueError:
+                payload = None  # the route answers malformed JSON itself
+            try:
+                if state_write:
+                    _check_state_write(payload, settings)
+                else:
+                    _check_new_thread(payload, settings)
+            except InvalidInputError as exc:
+                refused = refusal(exc)
+                raise Refused(refused.status_code, str(refused.detail)) from None
+            if state_write and await self._waits_for_approval(scope, state_write["thread"]):
+                raise Refused(
+                    409,
+                    "this thread waits for an answer to a pending approval; resume it with your decision "
+                    "before changing its state",
+                )
+        return _replay(body, receive)
+
+    async def _waits_for_approval(self, scope: Scope, thread_id: str) -> bool:
+        """Ask the server itself, as the caller, whether the thread is paused on an interrupt."""
+        import httpx  # the server's runtimes ship it
+
+        forwarded = {
+            k.decode("latin-1"): v.decode("latin-1")
+            for k, v in _headers(scope).items()
+            if k in (b"authorization", b"x-kb-user")
+        }
+        transport = httpx.ASGITransport(app=self.app)  # type: ignore[arg-type]
+        async with httpx.AsyncClient(transport=transport, base_url="http://edge") as client:
+            response = await client.get(f"/threads/{thread_id}", headers=forwarded)
+        if response.status_code != 200:
+            return False  # not found or not theirs: the route itself answers that
+        try:
+            return response.json().get("status") == "interrupted"
+        except ValueError:
+            return False
+
+
+def _app() -> Any:
+    """The app whose middleware the runtimes put in front of their routes. Aegra takes only a FastAPI
+    app (and then serves its docs from it); the LangGraph API takes any Starlette app and serves its own."""
+    if "aegra_api" in sys.modules:
+        from fastapi import FastAPI
+
+        edge_app: Any = FastAPI(title="kb-agent")
+    else:
+        from starlette.applications import Starlette
+
+        edge_app = Starlette()
+    edge_app.add_middleware(Edge)
+    return edge_app
+
+
+app = _app()
