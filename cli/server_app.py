@@ -174,6 +174,10 @@ def create_app() -> SelfCheckedApp:
 
     replica_id, database_url = os.environ.get(REPLICA_ENV, ""), os.environ.get("DATABASE_URL", "")
     heartbeat = ReplicaHeartbeat(replica_id, database_url) if replica_id and database_url else None
+    from graph.edge import Edge, has_edge
+
+    # A config without our "http" app would serve without the edge's checks: put it in front here.
+    inner = aegra_app if has_edge(aegra_app) else Edge(aegra_app)
     return SelfCheckedApp(
-        aegra_app, require_auth=os.environ.get(SELF_CHECK_ENV, "401") != "off", heartbeat=heartbeat
+        inner, require_auth=os.environ.get(SELF_CHECK_ENV, "401") != "off", heartbeat=heartbeat
     )

@@ -293,6 +293,7 @@ def test_refuses_to_serve_when_the_auth_does_not_load(stack: dict[str, Any]) -> 
     spec["dependencies"] = [str(REPO_ROOT)]
     spec["graphs"] = {GRAPH_ID: str(REPO_ROOT / "graph" / "server.py") + ":graph"}
     spec["auth"]["path"] = str(REPO_ROOT / "graph" / "no_such_auth.py") + ":auth"
+    spec["http"]["app"] = str(REPO_ROOT / "graph" / "edge.py") + ":app"
     config = stack["tmp"] / "wrong-auth" / "langgraph.json"
     config.parent.mkdir(exist_ok=True)
     config.write_text(json.dumps(spec), "utf-8")
@@ -305,3 +306,34 @@ def test_refuses_to_serve_when_the_auth_does_not_load(stack: dict[str, Any]) -> 
         srv.stop()
     log = Path(srv.log).read_text("utf-8", errors="replace")
     assert code != 0 and "refuses to serve" in log, log[-3000:]
+
+
+def test_the_edge_holds_on_this_runtime_too(server: ServeProcess, users: dict[str, SyncLangGraphClient]) -> None:
+    """Aegra loads the same edge (langgraph.json "http"): state writes change messages only, the event
+    protocol cannot start a run past the checks, oversized bodies are 413s, /metrics needs a token."""
+    alice = users["alice"]
+    thread_id = alice.threads.create()["thread_id"]
+    _ask(alice, thread_id, CALC_QUESTION)
+    before = alice.threads.get_state(thread_id)
+    forged = {"turn": "q-X", "rounds": -1000, "tool_calls": -1000, "tokens": -1e9, "started_at": 4e9}
+    for values, named in (({"budget": forged}, "budget"), ({"summary": 1}, "summary")):
+        with pytest.raises(httpx.HTTPStatusError) as refused:
+            alice.threads.update_state(thread_id, values, as_node="update_memory")
+        assert refused.value.response.status_code == 403 and named in refused.value.response.text
+    with pytest.raises(httpx.HTTPStatusError) as refused:
+        alice.runs.wait(thread_id, GRAPH_ID, command={"update": {"budget": forged}})
+    assert refused.value.response.status_code == 403
+    headers = {"Authorization": "Bearer tok-alice"}
+    start = {"id": 1, "method": "run.start", "params": {
+        "assistant_id": GRAPH_ID, "input": {"messages": [{"role": "robot", "content": "x"}]},
+        "config": {"configurable": {"data_dir": "/tmp"}}}}  # fmt: skip
+    response = httpx.post(f"{server.url}/threads/{thread_id}/commands", json=start, headers=headers, timeout=30)
+    assert response.status_code == 403, response.text
+    big = {"assistant_id": GRAPH_ID, "input": {"messages": [{"role": "user", "content": "x" * 2_000_000}]}}
+    response = httpx.post(f"{server.url}/threads/{thread_id}/runs/wait", json=big, headers=headers, timeout=30)
+    assert response.status_code == 413, response.text
+    after = alice.threads.get_state(thread_id)
+    assert after["values"] == before["values"] and len(alice.runs.list(thread_id)) == 1
+    assert httpx.get(f"{server.url}/metrics", timeout=30).status_code == 401
+    assert httpx.get(f"{server.url}/docs", timeout=30).status_code == 401
+    assert httpx.get(f"{server.url}/health", timeout=30).status_code == 200

@@ -150,3 +150,11 @@ def test_an_unknown_open_route_is_a_setting_error(monkeypatch: pytest.MonkeyPatc
 
     with pytest.raises(ConfigError, match="OPEN_ROUTES"):
         Settings(open_routes="/threads")
+
+
+def test_the_app_the_runtimes_load_carries_the_edge() -> None:
+    from starlette.applications import Starlette
+
+    from graph.edge import app, has_edge
+
+    assert has_edge(app) and not has_edge(Starlette()) and not has_edge(object())
