@@ -12,6 +12,7 @@ from nodes.node_io import IO, Node, Steps, dual_node
 from nodes.settings import Settings
 from nodes.state import State
 from stores.base import MemoryStore
+from tools.permissions import grant_for
 
 RECALL_TOP_K = 5
 
@@ -37,7 +38,7 @@ def make_load_memory(source: MemorySource, deployment: Settings | None = None) -
     def load_memory(state: State, runtime: Runtime[Context]) -> Steps:
         ctx = run_settings(runtime, deployment)  # first node: a run's bad context stops the run here
         memory = run_memory(source, ctx)
-        if memory is None:
+        if memory is None or not grant_for(ctx).allows("memory:read"):
             return {"memories": []}
         question, _ = current_question(state.messages)
         if not question.strip():

@@ -16,6 +16,7 @@ from nodes.load_memory import MemorySource, run_memory
 from nodes.node_io import IO, Node, Steps, dual_node
 from nodes.settings import Settings
 from nodes.state import State
+from tools.permissions import grant_for
 
 log = logging.getLogger("kb_agent.memory")
 
@@ -27,6 +28,8 @@ def make_update_memory(source: MemorySource, deployment: Settings | None = None)
         ctx = run_settings(runtime, deployment)
         memory = run_memory(source, ctx)
         if memory is None:
+            return {}
+        if not grant_for(ctx).allows("memory:write"):  # the caller may not keep memories: learn nothing
             return {}
         thread_id = get_config().get("configurable", {}).get("thread_id")
         try:

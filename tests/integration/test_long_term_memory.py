@@ -86,6 +86,27 @@ def test_a_memory_from_one_thread_is_recalled_in_another_and_never_for_another_u
     assert other["memories"] == [] and store.list("bob") == []
 
 
+@pytest.mark.parametrize("background", [False, True], ids=["inline", "background"])
+def test_a_caller_without_memory_rights_gets_nothing_extracted_or_recalled(
+    store: ChromaMemoryStore, background: bool
+) -> None:
+    """A ``reader`` has neither memory:write nor memory:read: the turn learns nothing and recalls nothing."""
+    memory: Any = BackgroundMemoryUpdater(store) if background else store
+    model = ScriptedChatModel(["好的。", "好的，我记住了。", "量子计算利用量子比特。"])
+    g = build_graph(InMemorySaver(), model=model, memory=memory, knowledge=None)
+    reader = Settings(roles="reader")
+    g.invoke({"messages": [HumanMessage("记住我喜欢简洁的中文回答")]}, config("t-1", "alice"), context=reader)
+    if background:
+        memory.drain(10)
+    assert store.list("alice") == []
+    ask(g, "记住我喜欢简洁的中文回答", "t-2", "alice")  # the same user with the default role: learnt
+    if background:
+        assert memory.drain(10)
+    assert [m["content"] for m in store.list("alice")] == [PREFERENCE]
+    result = g.invoke({"messages": [HumanMessage("介绍一下量子计算")]}, config("t-3", "alice"), context=reader)
+    assert result["memories"] == [] and PREFERENCE not in system_prompt(model.calls[2])
+
+
 def test_forgetting_in_a_later_thread_removes_the_memory_from_the_prompt(store: ChromaMemoryStore) -> None:
     model = ScriptedChatModel(["好的。", "已忘掉。", "你好！"])
     g = build_graph(InMemorySaver(), model=model, memory=store, knowledge=None)

@@ -41,6 +41,8 @@ TOKENS = {
     "tok-alice": {"user": "alice", "roles": ["user"]},
     "tok-hana": {"user": "hana", "roles": ["user"], "groups": ["hr"]},
     "tok-bob": {"user": "bob", "roles": ["admin"]},
+    "tok-rita": {"user": "rita", "roles": ["reader"]},
+    "tok-rita-user": {"user": "rita", "roles": ["user"]},  # the same person with memory rights
 }
 MAX_ROUNDS, MAX_TOP_K = 8, 10
 PUBLIC_DOC, HR_DOC = "travel.md", "hr/salary-bands.md"
@@ -98,9 +100,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 @pytest.fixture(scope="module")
 def users(server: Server) -> Iterator[dict[str, SyncLangGraphClient]]:
+    first = {who["user"]: tok for tok, who in reversed(TOKENS.items())}  # each user's first token
     clients = {
-        who["user"]: get_sync_client(url=server.url, timeout=60.0, headers={"Authorization": f"Bearer {tok}"})
-        for tok, who in TOKENS.items()
+        user: get_sync_client(url=server.url, timeout=60.0, headers={"Authorization": f"Bearer {tok}"})
+        for user, tok in first.items()
     }
     try:
         yield clients
@@ -529,3 +532,19 @@ def test_the_event_protocol_routes_cannot_start_runs(server: Server, users: dict
 def test_server_pages_need_a_token(server: Server, path: str) -> None:
     assert httpx.get(f"{server.url}{path}", timeout=30).status_code == 401
     assert httpx.get(f"{server.url}{path}", headers={"Authorization": "Bearer tok-alice"}, timeout=30).status_code == 200
+
+
+def test_a_reader_gets_no_memories_kept(server: Server, users: dict[str, SyncLangGraphClient]) -> None:
+    """Without memory:write nothing of a turn is kept, by the tools or by extraction after the answer."""
+    rita = users["rita"]
+    _ask(rita, "记住我喜欢简洁的中文回答")
+    _ask(rita, "我叫丽塔，我在上海工作")
+    with get_sync_client(url=server.url, timeout=60.0, headers={"Authorization": "Bearer tok-rita-user"}) as full:
+        time.sleep(2)  # extraction runs after the answer, possibly in the background
+        search = 'call tool search_memories with {"query": "回答 上海"}'
+        [before] = _tool_results(_ask(full, search)[1]["values"], "search_memories")
+        assert "简洁" not in before and "上海" not in before, before
+        _ask(full, "记住我喜欢喝乌龙茶")  # the same user with the right does keep one
+        time.sleep(2)
+        [after] = _tool_results(_ask(full, 'call tool search_memories with {"query": "乌龙茶"}')[1]["values"], "search_memories")
+        assert "乌龙茶" in after, after
