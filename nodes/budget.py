@@ -23,6 +23,19 @@ LIMIT_NAMES = {
 }
 
 
+def _sane(counters: dict[str, Any]) -> dict[str, Any]:
+    """Stored counters as the nodes write them: counts never below zero, a start never in the future. Only
+    nodes write them, but a budget must not be liftable by any state it is read from."""
+    now = time.time()
+    sane = dict(counters)
+    for name in ("rounds", "tool_calls", "tokens", "repeats"):
+        value = sane.get(name)
+        sane[name] = max(0, value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
+    started = sane.get("started_at")
+    sane["started_at"] = min(started, now) if isinstance(started, int | float) and started == started else now
+    return sane
+
+
 @dataclass(frozen=True)
 class Budget:
     max_rounds: int = 10
@@ -40,7 +53,7 @@ class Budget:
     def counters_for(self, current: dict[str, Any], turn_id: str | None) -> dict[str, Any]:
         """This turn's counters: the stored ones if they belong to ``turn_id``, else fresh ones."""
         if current and current.get("turn") == turn_id:
-            return dict(current)
+            return _sane(current)
         return {
             "turn": turn_id,
             "rounds": 0,

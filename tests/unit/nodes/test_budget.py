@@ -1,4 +1,4 @@
-"""Each budget limit ends the turn with a clear final message, never an exception (SPEC §3)."""
+"""Each budget limit ends the turn with a clear final message, never an exception."""
 
 from __future__ import annotations
 
@@ -118,3 +118,16 @@ def test_budget_resets_for_each_new_question() -> None:
     second = graph.invoke({"messages": [HumanMessage("two")]}, config, context=ctx)
     assert first["stop_reason"] == second["stop_reason"] == "rounds"
     assert second["budget"]["rounds"] == 2
+
+
+def test_stored_counters_cannot_lift_the_budget() -> None:
+    """Counters read back from state are as the nodes write them: no negative counts, no future start."""
+    from nodes.budget import Budget
+
+    budget = Budget(max_rounds=3, max_tool_calls=3, max_tokens=100, max_seconds=10)
+    forged = {"turn": "q", "rounds": -1000, "tool_calls": -1e9, "tokens": "many", "started_at": 4e9, "repeats": -5}
+    counters = budget.counters_for(forged, "q")
+    assert (counters["rounds"], counters["tool_calls"], counters["tokens"], counters["repeats"]) == (0, 0, 0, 0)
+    assert counters["started_at"] <= time.time()
+    assert budget.spent({**counters, "started_at": counters["started_at"] - 11}) == "time"
+    assert budget.counters_for({"turn": "q", "rounds": 2, "started_at": float("nan")}, "q")["rounds"] == 2
