@@ -164,7 +164,7 @@ class Backend:
 
 @pytest.fixture(params=["embedded", pytest.param("shared", marks=pytest.mark.postgres)])
 def store_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Backend:
-    """The same test on both storage backends (SPEC §10). Its settings are put in this process's
+    """The same test on both storage backends. Its settings are put in this process's
     environment, so ``Settings()`` and every child process started with ``os.environ`` use them too.
     The shared variant skips when Postgres (KB_TEST_POSTGRES_URL) or the ``chroma`` CLI is missing."""
     env: dict[str, str] = request.getfixturevalue("shared_backend") if request.param == "shared" else {}

@@ -76,7 +76,7 @@ def _check(outcomes: list[Any]) -> None:
         elif question.startswith("drop"):
             assert isinstance(outcome, ModelError), f"{question}: {outcome!r}"
             assert "dropped the connection before its answer was complete" in str(outcome)
-        elif max_seconds < SLOW:  # the wall-time budget: a message, never an exception (SPEC §3)
+        elif max_seconds < SLOW:  # the wall-time budget: a message, never an exception
             assert isinstance(outcome, dict), f"{question}: {outcome!r}"
             last = outcome["messages"][-1]
             assert isinstance(last, AIMessage) and last.response_metadata["kb_agent_stop"] == "time"

@@ -17,7 +17,7 @@ from stores.base import MemoryRecord, Passage
 
 
 def assert_tool_results_follow_calls(messages: Sequence[AnyMessage]) -> None:
-    """Seed 004 §6: every assistant tool call is answered right after it, in call order."""
+    """Every assistant tool call is answered right after it, in call order."""
     for i, message in enumerate(messages):
         if isinstance(message, AIMessage) and (message.tool_calls or message.invalid_tool_calls):
             ids = [c["id"] for c in message.tool_calls] + [c["id"] for c in message.invalid_tool_calls]
