@@ -1,6 +1,6 @@
 """The offline model's rules: read a question as a plan of tool steps, and answer from tool results.
 
-Seed 002's rule model, grown up: it understands arithmetic in Chinese and English (symbols or words),
+A rule model that understands arithmetic in Chinese and English (symbols or words),
 date/time questions, and chained requests ("先算 12×3，再加上 5", "then divide the result by 8"), which
 become one model round per dependent step. It never invents a number: every figure in its answers comes
 from a tool result.

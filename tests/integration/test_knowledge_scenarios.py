@@ -1,4 +1,4 @@
-"""Seed 003's integration scenarios through the whole graph with the offline model and a real KB, on both
+"""Knowledge-base scenarios through the whole graph with the offline model and a real KB, on both
 storage backends (embedded, and Postgres + a Chroma server)."""
 
 from __future__ import annotations

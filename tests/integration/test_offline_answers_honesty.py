@@ -1,7 +1,7 @@
 """The offline model answers only what it can, through the whole graph and a real KB.
 
 No weather tool: it says so instead of giving the date. Loosely related passages are not an answer.
-English questions get English answers and summaries. Seed 003's summary requests carry their passage count.
+English questions get English answers and summaries. Summary requests carry their passage count.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Seed 003's usual category: a folder or group the user's memories name is preferred in their searches."""
+"""The usual category: a folder or group the user's memories name is preferred in their searches."""
 
 from __future__ import annotations
 

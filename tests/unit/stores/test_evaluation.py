@@ -58,7 +58,7 @@ def test_metrics_match_ranx(seed: int, k: int) -> None:
 
 
 def test_seed_example_recall_and_mrr() -> None:
-    """Seed 001: two relevant chunks, top 3 holds one at rank 2 -> Recall@3 = 1/2, MRR = 1/2."""
+    """Two relevant chunks, top 3 holds one at rank 2 -> Recall@3 = 1/2, MRR = 1/2."""
     relevant = {"travel#hotel": 1, "travel#meal": 1}
     ranking = ["travel#intro", "travel#hotel", "travel#taxi"]
     assert recall_at_k(ranking, relevant, 3) == 0.5 and mrr(ranking, relevant) == 0.5
