@@ -1,5 +1,5 @@
 """``kb-agent ask -v`` / ``chat --trace``: the live trace of a turn, secrets redacted; ``--offline`` forces
-the offline model (seed 001 Page 9, seed 000)."""
+the offline model."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The seven rules of seed 001, one by one, and every rejection recorded in the audit history with its rule."""
+"""The seven memory rules, one by one, and every rejection recorded in the audit history with its rule."""
 
 from __future__ import annotations
 
