@@ -19,12 +19,10 @@ def report(
     """Answers rated bad, newest first: question, cited passages, reason; and the chunks now down-weighted."""
     from graph.services import feedback_store
     from nodes.settings import Settings
-    from stores.feedback import cited_ids
-
     ctx = Settings()
     store = feedback_store(ctx)
     bad = store.list(rating="bad", limit=limit)
-    penalised = store.bad_citations(ctx.feedback_min_bad)
+    penalised = store.bad_citations(ctx.feedback_min_bad, ctx.feedback_min_users)
     rows = [
         {
             "id": r.id,
@@ -32,7 +30,7 @@ def report(
             "user": r.user_id,
             "thread": r.thread_id,
             "question": r.question,
-            "passages": cited_ids(r.answer or ""),
+            "passages": list(r.cited or ()),  # as the agent recorded them; () for text it did not give
             "reason": r.reason,
         }
         for r in bad

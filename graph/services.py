@@ -173,7 +173,7 @@ class Services:
 
     def feedback_penalties(self) -> dict[str, int]:
         """Chunks cited in enough answers rated bad to be down-weighted."""
-        return self.feedback().bad_citations(self.settings.feedback_min_bad)
+        return self.feedback().bad_citations(self.settings.feedback_min_bad, self.settings.feedback_min_users)
 
     def tool_effects(self) -> ToolEffectLog:
         """The record of side-effecting tool calls, beside the threads."""

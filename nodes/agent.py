@@ -31,6 +31,7 @@ from nodes.node_io import IO, Node, Steps, dual_node
 from nodes.settings import Settings
 from nodes.state import State
 from nodes.tool_choice import offered_definitions
+from stores.feedback import answer_digest, cited_ids
 from tools.nesting import without_deep_calls
 from tools.registry import ToolRegistry
 
@@ -170,7 +171,13 @@ def make_agent(
                 "budget": counters,
                 "stop_reason": "repeated_call",
             }
-        return {"messages": [response], "budget": counters, "stop_reason": None}
+        update: dict[str, Any] = {"messages": [response], "budget": counters, "stop_reason": None}
+        if not response.tool_calls:  # the answer: recorded, so feedback can tell it from a caller's text
+            if not response.id:
+                response.id = f"answer-{uuid.uuid4().hex}"
+            text = response.text
+            update["answers"] = {response.id: {"digest": answer_digest(text), "cited": cited_ids(text)}}
+        return update
 
     return dual_node(agent, "agent")
 

@@ -88,6 +88,7 @@ def make_tools(
             settings=ctx,
             run_id=run_label(runtime, turn_id),
             history=tuple(state.messages),
+            answers=dict(state.answers),
             grant=grant_for(ctx),
         )
         # High-impact calls pause the graph here (interrupt) until a person answers; nothing has run yet.

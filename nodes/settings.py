@@ -323,6 +323,10 @@ class Settings(BaseSettings):
         RETRIEVAL, 2,
         'Bad ratings of answers citing a chunk before it is down-weighted.',
     )
+    feedback_min_users: int = _setting(
+        RETRIEVAL, 2,
+        "Distinct users among those bad ratings before a chunk is down-weighted (one user's ratings never change what others see).",
+    )
     preference_boost: float = _setting(
         RETRIEVAL, 1.15,
         "Score factor for passages from a folder or access group the user's memories name (applied once; 1 switches it off).",
@@ -528,9 +532,10 @@ class Settings(BaseSettings):
         except PermissionConfigError as exc:
             raise ConfigError(str(exc)) from None
 
-        if not 0.0 < self.feedback_penalty <= 1.0 or self.feedback_min_bad < 1:
+        if not 0.0 < self.feedback_penalty <= 1.0 or min(self.feedback_min_bad, self.feedback_min_users) < 1:
             raise ConfigError(
-                f"{ENV_PREFIX}FEEDBACK_PENALTY must be in (0, 1] and {ENV_PREFIX}FEEDBACK_MIN_BAD at least 1"
+                f"{ENV_PREFIX}FEEDBACK_PENALTY must be in (0, 1] and {ENV_PREFIX}FEEDBACK_MIN_BAD and "
+                f"{ENV_PREFIX}FEEDBACK_MIN_USERS at least 1"
             )
         if not 1.0 <= self.preference_boost <= 2.0:
             raise ConfigError(f"{ENV_PREFIX}PREFERENCE_BOOST must be between 1 and 2, got {self.preference_boost}")

@@ -90,6 +90,17 @@ def check_caller_command(command: Any, max_messages: int | None = None, where: s
         check_caller_update(command["update"], max_messages, f"{where}.update")
 
 
+MAX_RECORDED_ANSWERS = 50
+
+
+def record_answers(current: dict[str, Any] | None, new: dict[str, Any] | None) -> dict[str, Any]:
+    """Keep the records of the thread's latest answers (feedback looks up the one it rates)."""
+    merged = {**(current or {}), **(new or {})}
+    if len(merged) > MAX_RECORDED_ANSWERS:
+        merged = dict(list(merged.items())[-MAX_RECORDED_ANSWERS:])
+    return merged
+
+
 @dataclass(kw_only=True)
 class InputState:
     """What a caller supplies: the new messages of the turn."""
@@ -104,6 +115,8 @@ class State(InputState):
     ``summary`` folds older messages (short-term memory); ``summary_covers`` is the id of the last message
     it covers. ``passages`` and ``memories`` are this turn's retrieved chunks and recalled memories.
     ``budget`` holds the per-turn counters (see ``nodes.budget``); it is reset when a new question arrives.
+    ``answers`` records each answer the agent gave (message id → digest and cited chunks), so feedback
+    refers to what the agent said, not to text a caller wrote into the history.
     """
 
     summary: str = ""
@@ -112,3 +125,4 @@ class State(InputState):
     memories: list[dict[str, Any]] = field(default_factory=list)
     budget: dict[str, Any] = field(default_factory=dict)
     stop_reason: str | None = None
+    answers: Annotated[dict[str, dict[str, Any]], record_answers] = field(default_factory=dict)

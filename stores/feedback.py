@@ -1,13 +1,17 @@
 """User feedback on answers (the ``submit_feedback`` tool): SQLite under the data dir, or Postgres.
 
 Each row keeps who said it, in which thread, and the answer it is about, so retrieval weights or prompts
-can later be tuned from it.
+can later be tuned from it. ``cited`` holds the chunks the answer cited as the agent recorded them when it
+answered (never parsed from text a caller sent); only those rows weigh in retrieval, and a chunk is
+down-weighted only when enough *distinct users* rated answers citing it bad.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -28,7 +32,8 @@ CREATE TABLE IF NOT EXISTS feedback (
     rating TEXT NOT NULL,
     reason TEXT,
     question TEXT,
-    answer TEXT
+    answer TEXT,
+    cited TEXT
 )
 """
 
@@ -43,6 +48,7 @@ class FeedbackRecord:
     reason: str | None
     question: str | None
     answer: str | None
+    cited: tuple[str, ...] | None = None  # as recorded by the agent; None: not an answer it recorded
 
 
 class FeedbackStore:
@@ -55,7 +61,12 @@ class FeedbackStore:
         self._db = db = open_database(Path(data_dir) / "feedback.sqlite", url, pool=pool)
         self._mark, self._postgres = db.mark, db.postgres
         db.execute(SCHEMA.format(serial=db.serial()), retry=True)
-        self._bad_cache: dict[int, tuple[Any, dict[str, int]]] = {}
+        # A table from before ratings counted recorded citations only gets the column.
+        if self._postgres:
+            db.execute("ALTER TABLE feedback ADD COLUMN IF NOT EXISTS cited TEXT", retry=True)
+        elif "cited" not in {row[1] for row in db.execute("PRAGMA table_info(feedback)", retry=True).fetchall()}:
+            db.execute("ALTER TABLE feedback ADD COLUMN cited TEXT", retry=True)
+        self._bad_cache: dict[tuple[int, int], tuple[Any, dict[str, int]]] = {}
 
     def add(
         self,
@@ -66,8 +77,9 @@ class FeedbackStore:
         reason: str | None = None,
         question: str | None = None,
         answer: str | None = None,
+        cited: list[str] | tuple[str, ...] | None = None,
     ) -> int:
-        """Store one rating; returns its id."""
+        """Store one rating; returns its id. ``cited``: the chunks the agent recorded for the answer."""
         if rating not in RATINGS:
             raise ValueError(f"rating must be one of {', '.join(RATINGS)}, got {rating!r}")
         row = (
@@ -78,9 +90,13 @@ class FeedbackStore:
             reason,
             question,
             answer,
+            None if cited is None else json.dumps(list(cited), ensure_ascii=False),
         )
         marks = ", ".join([self._mark] * len(row))
-        sql = f"INSERT INTO feedback (created_at, user_id, thread_id, rating, reason, question, answer) VALUES ({marks})"
+        sql = (
+            "INSERT INTO feedback (created_at, user_id, thread_id, rating, reason, question, answer, cited) "
+            f"VALUES ({marks})"
+        )
         if self._postgres:  # no retry: an insert whose reply was lost may have landed
             return int(self._db.execute(sql + " RETURNING id", row).fetchone()[0])
         return int(self._db.execute(sql, row).lastrowid or 0)
@@ -89,7 +105,7 @@ class FeedbackStore:
         self, *, user_id: str | None = None, rating: str | None = None, limit: int = 100
     ) -> list[FeedbackRecord]:
         """Newest first, optionally for one user or one rating."""
-        sql = "SELECT id, created_at, user_id, thread_id, rating, reason, question, answer FROM feedback"
+        sql = "SELECT id, created_at, user_id, thread_id, rating, reason, question, answer, cited FROM feedback"
         where, params = [], []
         for column, value in (("user_id", user_id), ("rating", rating)):
             if value is not None:
@@ -99,22 +115,26 @@ class FeedbackStore:
             sql += " WHERE " + " AND ".join(where)
         sql += f" ORDER BY id DESC LIMIT {int(limit)}"
         rows = self._db.execute(sql, tuple(params), retry=True).fetchall()
-        return [FeedbackRecord(*row) for row in rows]
+        return [FeedbackRecord(*row[:8], _cited(row[8])) for row in rows]
 
-    def bad_citations(self, min_count: int = 2) -> dict[str, int]:
-        """Chunk ids cited in at least ``min_count`` answers rated bad, with that count.
+    def bad_citations(self, min_count: int = 2, min_users: int = 1) -> dict[str, int]:
+        """Chunk ids the agent cited in at least ``min_count`` answers rated bad by at least ``min_users``
+        distinct users, with the number of such ratings. Rows without recorded citations do not count.
 
         Re-read only when feedback was added since the last call (retrieval asks on every question).
         """
         newest = self._db.execute("SELECT MAX(id) FROM feedback", retry=True).fetchone()[0]
-        cached = self._bad_cache.get(min_count)
+        cached = self._bad_cache.get((min_count, min_users))
         if cached is not None and cached[0] == newest:
             return cached[1]
         counts: Counter[str] = Counter()
+        raters: defaultdict[str, set[str]] = defaultdict(set)
         for record in self.list(rating="bad", limit=100_000):
-            counts.update(set(cited_ids(record.answer or "")))
-        result = {cid: n for cid, n in counts.items() if n >= min_count}
-        self._bad_cache[min_count] = (newest, result)
+            for cid in set(record.cited or ()):
+                counts[cid] += 1
+                raters[cid].add(record.user_id)
+        result = {cid: n for cid, n in counts.items() if n >= min_count and len(raters[cid]) >= min_users}
+        self._bad_cache[(min_count, min_users)] = (newest, result)
         return result
 
     def close(self) -> None:
@@ -125,6 +145,21 @@ class FeedbackStore:
 def cited_ids(answer: str) -> list[str]:
     """The ``[source#n]`` chunk ids an answer cites, in order."""
     return _CITATION.findall(answer)
+
+
+def answer_digest(text: str) -> str:
+    """What an answer said, in a form that tells it from any other text given the same message id."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _cited(raw: Any) -> tuple[str, ...] | None:
+    if raw is None:
+        return None
+    try:
+        value = json.loads(raw)
+    except (TypeError, ValueError):
+        return None
+    return tuple(str(v) for v in value) if isinstance(value, list) else None
 
 
 def downweight(passages: Sequence[Passage], penalised: Mapping[str, int], factor: float) -> list[Passage]:

@@ -14,7 +14,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, HumanMessage
 
 from stores.base import Passage
-from stores.feedback import downweight
+from stores.feedback import answer_digest, downweight
 from tools.registry import RunSettings, ToolContext, ToolError, ToolSpec
 
 PASSAGE_CHARS = 800
@@ -61,7 +61,7 @@ def _passage_view(p: Passage) -> dict[str, Any]:
     }
 
 
-def _previous_turn(history: tuple[Any, ...]) -> tuple[str | None, str | None]:
+def _previous_turn(history: tuple[Any, ...]) -> tuple[str | None, AIMessage | None]:
     """The question and final answer of the turn before the current one (what feedback is about)."""
     humans = [i for i, m in enumerate(history) if isinstance(m, HumanMessage)]
     if len(humans) < 2:
@@ -69,8 +69,17 @@ def _previous_turn(history: tuple[Any, ...]) -> tuple[str | None, str | None]:
     start, end = humans[-2], humans[-1]
     answers = [m for m in history[start:end] if isinstance(m, AIMessage) and not m.tool_calls and m.content]
     question = history[start].content if isinstance(history[start].content, str) else None
-    answer = answers[-1].content if answers and isinstance(answers[-1].content, str) else None
+    answer = answers[-1] if answers and isinstance(answers[-1].content, str) else None
     return question, answer
+
+
+def _recorded_citations(answer: AIMessage, recorded: Any) -> list[str] | None:
+    """The chunks the agent recorded citing when it gave ``answer``; None when the history's message is not
+    an answer it gave (written by a caller, or changed since): such a rating is kept but weighs nothing."""
+    record = (recorded or {}).get(answer.id) if answer.id else None
+    if not isinstance(record, dict) or record.get("digest") != answer_digest(answer.text):
+        return None
+    return [str(c) for c in record.get("cited") or []]
 
 
 def knowledge_tools(services: KnowledgeServices) -> list[ToolSpec]:
@@ -108,6 +117,7 @@ def knowledge_tools(services: KnowledgeServices) -> list[ToolSpec]:
         question, answer = _previous_turn(tool_context.history)
         if answer is None:
             raise ToolError("there is no earlier answer in this thread to give feedback on")
+        cited = _recorded_citations(answer, tool_context.answers)
         store = services.feedback(tool_context.run_settings())
         feedback_id = store.add(
             user_id=tool_context.user_id,
@@ -115,11 +125,13 @@ def knowledge_tools(services: KnowledgeServices) -> list[ToolSpec]:
             rating=rating,
             reason=reason,
             question=question,
-            answer=answer,
+            answer=answer.text,
+            cited=cited,
         )
-        return json.dumps(
-            {"feedback_id": feedback_id, "rating": rating, "about": answer[:200]}, ensure_ascii=False
-        )
+        result = {"feedback_id": feedback_id, "rating": rating, "about": answer.text[:200]}
+        if cited is None:
+            result["note"] = "kept, but not an answer this agent recorded: it changes no ranking"
+        return json.dumps(result, ensure_ascii=False)
 
     def knowledge_stats(*, tool_context: ToolContext) -> str:
         kb = services.knowledge(tool_context.run_settings())

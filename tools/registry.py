@@ -66,6 +66,7 @@ class ToolContext:
     settings: RunSettings | None = None  # the run's settings; None outside a run
     run_id: str | None = None
     history: tuple[Any, ...] = ()  # the thread's messages up to this call (read-only), e.g. for feedback
+    answers: Any = None  # the thread's recorded answers (message id -> digest and cited chunks), for feedback
     grant: Any = None  # a tools.permissions.Grant; None: derived from ``settings`` (neither: nothing granted)
     # Where side-effecting calls of this tools step are recorded (a stores.tool_effects.StepEffects); None:
     # not recorded, so a re-run of the step runs them again.

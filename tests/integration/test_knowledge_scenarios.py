@@ -55,6 +55,7 @@ def test_search_then_summarise_then_feedback(kb_home: Path) -> None:
     assert _tools_called(result["messages"]) == ["submit_feedback"]
     row = feedback_store(Settings()).list(user_id="alice")[0]
     assert (row.rating, row.thread_id, row.answer) == ("bad", "rag", answer)
+    assert row.cited and all(f"[{cid}]" in answer for cid in row.cited)  # as the agent recorded them
 
 
 def test_bad_feedback_down_weights_the_chunks_it_cited_and_is_reported(kb_home: Path) -> None:
@@ -62,8 +63,11 @@ def test_bad_feedback_down_weights_the_chunks_it_cited_and_is_reported(kb_home: 
     before = _ask(build_graph(), {}, question)["passages"]
     cited = before[0]["id"]
     store = feedback_store(Settings())
-    for n in range(2):  # two answers citing the same chunk rated bad (KB_AGENT_FEEDBACK_MIN_BAD=2)
-        store.add(user_id="u", thread_id=f"t{n}", rating="bad", question=question, answer=f"答 [{cited}]", reason="旧了")
+    for n in range(2):  # one user's two bad ratings citing the chunk: not enough (KB_AGENT_FEEDBACK_MIN_USERS=2)
+        store.add(user_id="u", thread_id=f"t{n}", rating="bad", question=question, answer="答", reason="旧了", cited=[cited])
+    alone = _ask(build_graph(), {}, question)["passages"]
+    assert alone[0]["id"] == cited and alone[0]["score"] == pytest.approx(before[0]["score"])
+    store.add(user_id="v", thread_id="t9", rating="bad", question=question, answer="答", reason="旧了", cited=[cited])
     after = _ask(build_graph(), {}, question)["passages"]
     again = next(p for p in after if p["id"] == cited)
     assert again["score"] == pytest.approx(before[0]["score"] * 0.8)
@@ -73,7 +77,7 @@ def test_bad_feedback_down_weights_the_chunks_it_cited_and_is_reported(kb_home: 
     report = CliRunner().invoke(app, ["feedback", "report", "--json"])
     assert report.exit_code == 0, report.output
     data = json.loads(report.stdout)
-    assert [r["passages"] for r in data["bad"]] == [[cited], [cited]] and data["down_weighted"] == {cited: 2}
+    assert [r["passages"] for r in data["bad"]] == [[cited]] * 3 and data["down_weighted"] == {cited: 3}
     text = CliRunner().invoke(app, ["feedback", "report"])
     assert "旧了" in text.stdout and "down-weighted in retrieval" in text.stdout
 

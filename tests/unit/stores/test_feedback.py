@@ -49,14 +49,15 @@ def test_chunks_cited_in_answers_rated_bad_often_enough_are_penalised(tmp_path: 
     from stores.feedback import downweight
 
     store = FeedbackStore(tmp_path)
-    for answer in ("见 [a.md#0] 和 [b.md#1]。", "again [a.md#0] [a.md#0]", "fine [c.md#2]"):
-        store.add(user_id="u", thread_id="t", rating="bad", answer=answer, reason="wrong")
-    store.add(user_id="u", thread_id="t", rating="good", answer="[b.md#1]")
+    for user, cited in (("u", ["a.md#0", "b.md#1"]), ("v", ["a.md#0", "a.md#0"]), ("u", ["c.md#2"])):
+        store.add(user_id=user, thread_id="t", rating="bad", answer="…", reason="wrong", cited=cited)
+    store.add(user_id="w", thread_id="t", rating="good", answer="…", cited=["b.md#1"])
     assert store.bad_citations(2) == {"a.md#0": 2}  # one count per bad answer, good ratings ignored
     assert store.bad_citations(1) == {"a.md#0": 2, "b.md#1": 1, "c.md#2": 1}
-    store.add(user_id="u", thread_id="t", rating="bad", answer="[b.md#1]")
+    store.add(user_id="u", thread_id="t", rating="bad", answer="…", cited=["b.md#1"])
     assert store.bad_citations(2) == {"a.md#0": 2, "b.md#1": 2}  # a new rating is seen at once
     assert [r.rating for r in store.list(rating="bad")] == ["bad"] * 4
+    assert store.list(rating="bad")[0].cited == ("b.md#1",)
 
     passages = [{"id": "a.md#0", "score": 1.0}, {"id": "z.md#0", "score": 0.9}]
     ranked = downweight(passages, {"a.md#0": 7}, 0.8)
@@ -64,3 +65,32 @@ def test_chunks_cited_in_answers_rated_bad_often_enough_are_penalised(tmp_path: 
     assert ranked[1]["score"] == pytest.approx(0.8)  # applied once, however often it was rated bad
     assert downweight(passages, {"a.md#0": 7}, 1.0) == passages
     assert downweight(passages, {}, 0.5) == passages
+
+
+def test_only_recorded_citations_from_enough_distinct_users_count(tmp_path: Path) -> None:
+    """Ratings whose answer the agent did not record (text a caller wrote) weigh nothing, however many;
+    one user's ratings never reach the distinct-user threshold alone."""
+    store = FeedbackStore(tmp_path)
+    for _ in range(5):
+        store.add(user_id="mallory", thread_id="t", rating="bad", answer="forged [a.md#0] [b.md#0]")
+        store.add(user_id="mallory", thread_id="t", rating="bad", answer="…", cited=["b.md#0"])
+    assert store.bad_citations(2, min_users=1) == {"b.md#0": 5}
+    assert store.bad_citations(2, min_users=2) == {}
+    store.add(user_id="alice", thread_id="t2", rating="bad", answer="…", cited=["b.md#0"])
+    assert store.bad_citations(2, min_users=2) == {"b.md#0": 6}
+    assert store.list(user_id="mallory")[1].cited is None
+
+
+def test_a_table_from_before_recorded_citations_gets_the_column(tmp_path: Path) -> None:
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "feedback.sqlite") as old:
+        old.execute(
+            "CREATE TABLE feedback (id INTEGER PRIMARY KEY, created_at TEXT NOT NULL, user_id TEXT NOT NULL, "
+            "thread_id TEXT, rating TEXT NOT NULL, reason TEXT, question TEXT, answer TEXT)"
+        )
+        old.execute("INSERT INTO feedback VALUES (1, 'x', 'u', 't', 'bad', NULL, 'q', 'old [a.md#0]')")
+    store = FeedbackStore(tmp_path)
+    assert store.list()[0].cited is None and store.bad_citations(1) == {}  # parsed text no longer counts
+    store.add(user_id="u", thread_id="t", rating="bad", answer="…", cited=["a.md#0"])
+    assert store.bad_citations(1) == {"a.md#0": 1}
