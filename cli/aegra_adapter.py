@@ -1,7 +1,8 @@
 """Everything ``kb-agent serve`` changes inside Aegra, in one place, against one exact Aegra release.
 
-Aegra (``aegra-api``) is the LangGraph-API server ``kb-agent serve`` runs. Three of its behaviours lose
-work or time, and none has a setting, so they are replaced in the running process:
+Aegra (``aegra-api``) is the LangGraph-API server ``kb-agent serve`` runs. Some of its behaviours lose
+work or time, or act with rights nobody holds, and none has a setting, so they are replaced in the running
+process:
 
 - a run's end (``finalize_run``) is written once: a Postgres restart at that moment leaves the run "running"
   for good. It is written again with backoff (``cli.server_runs.patiently``);
@@ -10,7 +11,9 @@ work or time, and none has a setting, so they are replaced in the running proces
 - runs of one thread created together execute at once from the same checkpoint, and a confirmed turn is lost.
   Each run holds its thread's lock (``cli.server_runs.ThreadLocks``) for its whole execution;
 - ``runs.wait`` / ``runs.join`` notice a run's end at the next hard-coded 2 s tick. They now watch the run's
-  done-key with every other waiter, one Redis pipeline per 0.1 s (``cli.server_wait``).
+  done-key with every other waiter, one Redis pipeline per 0.1 s (``cli.server_wait``);
+- a cron fires for any owner id: one whose owner holds no token any more is now disabled instead (the run
+  of a cron that does fire gets the rights its owner's tokens grant then: ``nodes.context.rights_now``).
 
 Each replaced or wrapped function is fingerprinted (a hash of its source in :data:`AEGRA_VERSION`): when the
 installed Aegra differs, nothing is patched, the server says so in its log, and
@@ -38,6 +41,7 @@ FINGERPRINTS = {
     ("aegra_api.services.worker_executor", "_release_lease"): "91824d750d526d2c",
     ("aegra_api.services.worker_executor", "_is_run_terminal"): "bdb4445ef3c9fac4",
     ("aegra_api.services.worker_executor", "WorkerExecutor.wait_for_completion"): "d64940b7ecb0726a",
+    ("aegra_api.services.cron_scheduler", "_validate_cron_user"): "c96e57eebfffcc45",
 }
 
 log = logging.getLogger("kb_agent.serve")
@@ -95,7 +99,26 @@ def install(executor: Any) -> bool:
         return False
     _patch_runs()
     _patch_waits(executor)
+    _patch_cron_owners()
     return True
+
+
+async def cron_owner_holds_a_token(user_id: str) -> bool:
+    """A cron fires only for an owner who still holds a token (on a deployment with tokens)."""
+    from nodes.tokens import held_by, tokens_configured
+
+    if not user_id:
+        return False
+    try:
+        return not tokens_configured() or held_by(user_id) is not None
+    except (OSError, ValueError):  # a token table that cannot be read: nobody is let in, no cron fires
+        return False
+
+
+def _patch_cron_owners() -> None:
+    from aegra_api.services import cron_scheduler
+
+    cron_scheduler._validate_cron_user = cron_owner_holds_a_token
 
 
 def _patch_runs() -> None:

@@ -85,11 +85,11 @@ def check_settings() -> Settings:
 
 def check_tokens(insecure_dev: bool) -> bool:
     """True when requests will be authenticated by token; refuse to serve without tokens unless asked to."""
-    from graph.auth import TOKENS_ENV, _tokens
+    from nodes.tokens import TOKENS_ENV, token_table
 
     raw = os.environ.get(TOKENS_ENV, "")
     try:
-        tokens = _tokens(raw)
+        tokens = token_table(raw)
     except (OSError, ValueError) as exc:
         raise ServeError(f"{TOKENS_ENV} cannot be read: {exc}") from None
     if tokens:

@@ -13,6 +13,7 @@ in-process developer is trusted: ``graph.invoke(..., context=Settings(...))`` se
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections.abc import Mapping
@@ -24,6 +25,7 @@ from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
 from nodes.settings import ENV_PREFIX, OFFLINE_MODEL, ConfigError, Settings
+from nodes.tokens import held_by, tokens_configured
 from tools.permissions import user_groups
 
 __all__ = [
@@ -208,6 +210,7 @@ class Identity:
     groups: tuple[str, ...] = ()
     authenticated: bool = True  # False: a development server without tokens (the run may name its user)
     named_by_header: bool = False
+    by_token: bool = False  # the rights came from a bearer token (else the runtime named the user alone: a cron)
 
 
 def _attribute(user: Any, name: str) -> Any:
@@ -250,7 +253,33 @@ def identity_of(user: Any, configurable: Mapping[str, Any]) -> Identity | None:
         groups=tuple(m.removeprefix(GROUP_PREFIX) for m in marks if m.startswith(GROUP_PREFIX)),
         authenticated=DEV_MARK not in marks,
         named_by_header=HEADER_MARK in marks,
+        by_token=TOKEN_MARK in marks,
     )
+
+
+def rights_now(who: Identity) -> Identity:
+    """``who`` with the rights their tokens grant *now*, on a deployment with tokens.
+
+    A run's identity was captured when it was requested; a cron's, when the cron was created (or, on a
+    runtime that fires crons as a bare user id, not at all). So a run keeps only the roles and groups the
+    user still holds, takes those every token of theirs grants when the runtime named the user alone, and
+    does not run once they hold no token.
+    """
+    if not tokens_configured():
+        return who
+    held = held_by(who.user_id)
+    if held is None:
+        raise ForbiddenSettingError(
+            f"{who.user_id!r} holds no token any more: runs on their behalf (say, a scheduled one) do not run"
+        )
+    if who.by_token:
+        roles = tuple(r for r in who.roles if r in held.any_role)
+        groups = tuple(g for g in who.groups if g in held.any_group)
+    else:
+        roles, groups = tuple(sorted(held.every_role)), tuple(sorted(held.every_group))
+    if (roles, groups) == (who.roles, who.groups):
+        return who
+    return dataclasses.replace(who, roles=roles, groups=groups)
 
 
 def _configured_user() -> str | None:
@@ -314,6 +343,8 @@ def _resolve(context: Any, deployment: Settings | None, who: Identity | None, co
         knobs = check_run_values(context)
     if who is None:
         return _in_process(base, tuple(sorted(knobs.items())), configured_user)
+    if who.authenticated and not who.named_by_header:
+        who = rights_now(who)
     if knobs.get("user_id") and who.authenticated and knobs["user_id"] != who.user_id:
         raise ForbiddenSettingError(
             f"user_id is decided by the caller's credentials ({who.user_id!r}), not by the run"

@@ -567,3 +567,19 @@ def test_feedback_on_text_a_caller_wrote_weighs_nothing(users: dict[str, SyncLan
     _, state = _ask(users["hana"], question)
     passages = state["values"]["passages"]
     assert passages and all("feedback_penalty" not in (p.get("metadata") or {}) for p in passages), passages
+
+
+def test_crons_are_their_owners_and_an_admin_may_remove_any(users: dict[str, SyncLangGraphClient]) -> None:
+    alice, bob, hana = users["alice"], users["bob"], users["hana"]
+    question = {"messages": [{"role": "user", "content": "计算 1 + 1"}]}
+    thread_id = alice.threads.create()["thread_id"]
+    on_thread = alice.crons.create_for_thread(thread_id, GRAPH_ID, schedule="0 0 1 1 *", input=question)
+    stateless = alice.crons.create(GRAPH_ID, schedule="0 0 1 1 *", input=question)
+    for cron in (on_thread, stateless):
+        assert cron["cron_id"] not in {c["cron_id"] for c in hana.crons.search(limit=100)}
+        assert _refused(lambda c=cron: hana.crons.delete(c["cron_id"])).status_code in (403, 404)
+        assert cron["cron_id"] in {c["cron_id"] for c in alice.crons.search(limit=100)}
+    assert stateless["cron_id"] in {c["cron_id"] for c in bob.crons.search(limit=100)}  # an admin finds it
+    for cron in (on_thread, stateless):
+        bob.crons.delete(cron["cron_id"])
+    assert alice.crons.search(limit=100) == []

@@ -61,3 +61,17 @@ def test_without_aegra_nothing_is_patched() -> None:
     before = executor.wait_for_completion
     assert aegra_adapter.install(executor) is False
     assert executor.wait_for_completion == before
+
+
+def test_a_cron_fires_only_for_an_owner_who_holds_a_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+
+    from nodes.tokens import TOKENS_ENV
+
+    holds = aegra_adapter.cron_owner_holds_a_token
+    monkeypatch.setenv(TOKENS_ENV, json.dumps({"t1": "alice"}))
+    assert asyncio.run(holds("alice")) and not asyncio.run(holds("bob")) and not asyncio.run(holds(""))
+    monkeypatch.setenv(TOKENS_ENV, "/no/such/tokens.json")
+    assert not asyncio.run(holds("alice"))  # unreadable: nobody
+    monkeypatch.delenv(TOKENS_ENV)
+    assert asyncio.run(holds("anyone"))  # --insecure-dev: no tokens to hold

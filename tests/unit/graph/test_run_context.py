@@ -81,3 +81,32 @@ def test_the_server_copy_of_the_graph_keeps_resolving(tmp_path: Path) -> None:
     copy = graph.copy(update={"checkpointer": InMemorySaver()})
     assert isinstance(copy, KbAgentGraph) and copy.deployment is graph.deployment
     assert copy.get_context_jsonschema()["title"] == "Context"  # Studio still shows only the caller's knobs
+
+
+def test_a_run_acts_with_the_rights_its_user_holds_now(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A run requested earlier (a cron) keeps only what the owner's tokens grant when it runs; a runtime
+    that names the user alone gets what every token of theirs grants; no token, no run."""
+    import json
+
+    from nodes.context import GROUP_PREFIX, ROLE_PREFIX, TOKEN_MARK
+    from nodes.tokens import TOKENS_ENV
+
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(json.dumps({"t1": {"user": "ann", "roles": ["admin"], "groups": ["hr"]}}), "utf-8")
+    monkeypatch.setenv(TOKENS_ENV, str(tokens))
+    deployment = Settings(data_dir=str(tmp_path))
+    at_creation = ServerUser("ann", (TOKEN_MARK, ROLE_PREFIX + "admin", GROUP_PREFIX + "hr"))
+
+    def settings(user: ServerUser) -> Settings:
+        return resolve_run(None, {"langgraph_auth_user": user}, deployment).settings
+
+    assert (settings(at_creation).roles, settings(at_creation).groups) == ("admin", "hr")
+    bare = ServerUser("ann")  # Aegra fires a cron as the owner's id alone
+    assert (settings(bare).roles, settings(bare).groups) == ("admin", "hr")
+    tokens.write_text(json.dumps({"t1": {"user": "ann", "roles": ["reader"]}, "t2": {"user": "ann", "roles": ["reader", "user"]}}), "utf-8")
+    assert (settings(at_creation).roles, settings(at_creation).groups) == ("", "")  # narrowed: admin, hr gone
+    assert settings(bare).roles == "reader"  # what every token of hers grants
+    tokens.write_text(json.dumps({"t3": {"user": "bob", "roles": ["admin"]}}), "utf-8")
+    for user in (at_creation, bare):
+        with pytest.raises(ForbiddenSettingError, match="holds no token"):
+            settings(user)
