@@ -69,7 +69,14 @@ from tests.fixtures.serve import (  # noqa: E402
 
 GRAPH_ID = "kb_agent"
 SCENARIOS = ("dev", "serve", "serve-2", "dev-slow", "serve-slow", "serve-2-slow", "kill")
-QUIET = {"KB_AGENT_LONG_TERM_MEMORY": "false", "KB_AGENT_REWRITE_QUERY": "false"}
+QUIET = {
+    "KB_AGENT_LONG_TERM_MEMORY": "false",
+    "KB_AGENT_REWRITE_QUERY": "false",
+    # One token drives every thread here: what is measured is the server, not the per-caller limits.
+    "KB_AGENT_RUNS_PER_USER": "100000",
+    "KB_AGENT_RUN_QUEUE_PER_USER": "100000",
+    "KB_AGENT_REQUESTS_PER_MINUTE": "10000000",
+}
 TOKEN = next(t for t, who in TOKENS.items() if who["user"] == "alice")
 
 

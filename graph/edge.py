@@ -10,7 +10,9 @@ payload but not every request's body, so what must hold for any request is check
   pending call would change under the person deciding);
 - the event-protocol routes (``/threads/{id}/commands``, ``/threads/{id}/stream/events``) start runs
   without the checks of the runs API, so they are closed;
-- ``/metrics`` and the API docs need a valid token unless the operator opened them (``open_routes``).
+- ``/metrics`` and the API docs need a valid token unless the operator opened them (``open_routes``);
+- with tokens, each caller has a request rate and a number of runs in flight, queued beyond
+  (``graph.limits``).
 """
 
 from __future__ import annotations
@@ -22,8 +24,10 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from graph.auth import Unauthenticated, identify, refusal
+from graph.limits import Busy, CallerLimits, created_runs
 from nodes.settings import OPENABLE_ROUTES, Settings
 from nodes.state import InvalidInputError, check_caller_command, check_caller_update
+from nodes.tokens import tokens_configured
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -34,21 +38,27 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 STATE_WRITE = re.compile(r"/threads/(?P<thread>[^/]+)/state/?")
 THREADS = re.compile(r"/threads/?")
 EVENT_PROTOCOL = re.compile(r"/threads/[^/]+/(?:commands|stream/events)/?")
+RUN_CREATE = re.compile(r"/(?:threads/[^/]+/)?runs(?:/(?P<kind>wait|stream|batch))?/?")
+HEALTH = ("/ok", "/health", "/info")
 BODY_METHODS = ("POST", "PUT", "PATCH")
+FORWARDED = (b"authorization", b"x-kb-user")
 
 
 class Refused(Exception):
     """A request the edge answers itself."""
 
-    def __init__(self, status: int, detail: str) -> None:
+    def __init__(self, status: int, detail: str, retry_after: int | None = None) -> None:
         super().__init__(detail)
         self.status = status
         self.detail = detail
+        self.retry_after = retry_after
 
 
-async def _answer(send: Send, status: int, detail: str) -> None:
+async def _answer(send: Send, status: int, detail: str, retry_after: int | None = None) -> None:
     body = json.dumps({"detail": detail}, ensure_ascii=False).encode("utf-8")
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if retry_after is not None:
+        headers.append((b"retry-after", str(retry_after).encode()))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
@@ -117,6 +127,7 @@ class Edge:
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
+        self.limits = CallerLimits(self._still_running)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
@@ -127,14 +138,86 @@ class Edge:
             await self.app(scope, receive, send)
             return
         try:
-            receive = await self._check(scope, receive)
+            receive, body = await self._check(scope, receive)
+            user = self._caller(scope)
+            slots = await self._limit(scope, user, body)
         except Refused as refused:
-            await _answer(send, refused.status, refused.detail)
+            await _answer(send, refused.status, refused.detail, refused.retry_after)
             return
-        await self.app(scope, receive, send)
+        if not slots or user is None:
+            await self.app(scope, receive, send)
+            return
+        await self._run(scope, receive, send, user, slots)
 
-    async def _check(self, scope: Scope, receive: Receive) -> Receive:
-        """Refuse what the edge refuses; else the ``receive`` the inner app should read the body from."""
+    def _caller(self, scope: Scope) -> str | None:
+        """Whom the limits count this request against (None: unauthenticated, the route answers 401)."""
+        try:
+            return str(identify(_headers(scope))["identity"])
+        except Unauthenticated:
+            return None
+
+    async def _limit(self, scope: Scope, user: str | None, body: bytes | None) -> int:
+        """Apply the caller's rate; for a run-creating request, take its run slots (how many)."""
+        path, method = scope.get("path", ""), scope.get("method", "GET")
+        if user is None or path in HEALTH or not tokens_configured():
+            return 0  # without tokens nobody is told apart (a developer's server): no per-caller limits
+        settings = Settings.current()
+        try:
+            self.limits.take_request(user, settings.requests_per_minute)
+            created = RUN_CREATE.fullmatch(path) if method == "POST" else None
+            if created is None:
+                return 0
+            need = 1
+            if created["kind"] == "batch":
+                try:
+                    batch = json.loads(body or b"[]")
+                except ValueError:
+                    batch = []
+                need = max(1, len(batch)) if isinstance(batch, list) else 1
+            await self.limits.acquire(user, need, settings.runs_per_user, settings.run_queue_per_user)
+        except Busy as busy:
+            raise Refused(429, busy.detail, busy.retry_after) from None
+        return need
+
+    async def _run(self, scope: Scope, receive: Receive, send: Send, user: str, slots: int) -> None:
+        """Pass a run-creating request on, holding its slots: until the response ends for a waiting or
+        streaming request, until the runs end for background ones (tracked from the response)."""
+        background = RUN_CREATE.fullmatch(scope.get("path", ""))["kind"] in (None, "batch")  # type: ignore[index]
+        status, chunks = 0, []
+
+        async def watched(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message.get("status", 0))
+            elif message["type"] == "http.response.body" and background and status == 200:
+                chunks.append(message.get("body", b""))
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watched)
+        finally:
+            if background and status == 200:
+                forwarded = {k.decode("latin-1"): v.decode("latin-1") for k, v in _headers(scope).items() if k in FORWARDED}
+                self.limits.track(user, forwarded, created_runs(b"".join(chunks)))
+            self.limits.release(user, slots)
+
+    async def _still_running(self, headers: dict[str, str], thread_id: str, run_id: str) -> bool:
+        """Whether a background run is pending or running, asked of the server itself as its caller."""
+        import httpx  # the server's runtimes ship it
+
+        transport = httpx.ASGITransport(app=self.app)  # type: ignore[arg-type]
+        async with httpx.AsyncClient(transport=transport, base_url="http://edge") as client:
+            response = await client.get(f"/threads/{thread_id}/runs/{run_id}", headers=headers)
+        if response.status_code != 200:
+            return False
+        try:
+            return response.json().get("status") in ("pending", "running")
+        except ValueError:
+            return False
+
+    async def _check(self, scope: Scope, receive: Receive) -> tuple[Receive, bytes | None]:
+        """Refuse what the edge refuses; else the ``receive`` the inner app should read the body from, and
+        the body (None when the request has none)."""
         settings = Settings.current()
         path, method = scope.get("path", ""), scope.get("method", "GET")
         headers = _headers(scope)
@@ -146,7 +229,7 @@ class Edge:
             except Unauthenticated as exc:
                 raise Refused(401, f"{exc} (or open {path} with KB_AGENT_OPEN_ROUTES)") from None
         if method not in BODY_METHODS:
-            return receive
+            return receive, None
         limit = settings.max_body_bytes
         try:
             declared = int(headers.get(b"content-length", b"0") or 0)
@@ -175,17 +258,13 @@ class Edge:
                     "this thread waits for an answer to a pending approval; resume it with your decision "
                     "before changing its state",
                 )
-        return _replay(body, receive)
+        return _replay(body, receive), body
 
     async def _waits_for_approval(self, scope: Scope, thread_id: str) -> bool:
         """Ask the server itself, as the caller, whether the thread is paused on an interrupt."""
         import httpx  # the server's runtimes ship it
 
-        forwarded = {
-            k.decode("latin-1"): v.decode("latin-1")
-            for k, v in _headers(scope).items()
-            if k in (b"authorization", b"x-kb-user")
-        }
+        forwarded = {k.decode("latin-1"): v.decode("latin-1") for k, v in _headers(scope).items() if k in FORWARDED}
         transport = httpx.ASGITransport(app=self.app)  # type: ignore[arg-type]
         async with httpx.AsyncClient(transport=transport, base_url="http://edge") as client:
             response = await client.get(f"/threads/{thread_id}", headers=forwarded)

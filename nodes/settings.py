@@ -390,6 +390,18 @@ class Settings(BaseSettings):
         SERVER, 100,
         "Most messages one run's input, resume or state update may carry.",
     )
+    runs_per_user: int = _setting(
+        SERVER, 2,
+        'Runs one server caller may have in flight at once; more wait in a queue for a free slot.',
+    )
+    run_queue_per_user: int = _setting(
+        SERVER, 20,
+        "Runs of one caller that may wait for a free slot; beyond that, a 429.",
+    )
+    requests_per_minute: int = _setting(
+        SERVER, 600,
+        'Requests one caller may make per minute (health checks excepted); beyond that, a 429 with Retry-After.',
+    )
     open_routes: str = _setting(
         SERVER, '',
         "Server pages anyone may read without a token, comma-separated, from /metrics, /docs, /redoc, /openapi.json (empty: all need one).",
@@ -489,6 +501,8 @@ class Settings(BaseSettings):
             "tool_candidates",
             "max_body_bytes",
             "max_input_messages",
+            "runs_per_user",
+            "requests_per_minute",
         ):
             if getattr(self, name) < 1:
                 raise ConfigError(
@@ -501,6 +515,7 @@ class Settings(BaseSettings):
             "keep_recent_rounds",
             "summary_max_tokens",
             "turn_wait",
+            "run_queue_per_user",
         ):
             if getattr(self, name) < 0:
                 raise ConfigError(

@@ -1,0 +1,148 @@
+"""Limits per server caller, kept by the edge (``graph.edge``) in each server process.
+
+- A request rate per caller (a token bucket of ``requests_per_minute``): beyond it, a 429 with Retry-After.
+- Runs in flight per caller (``runs_per_user``): a run-creating request past them waits in the caller's
+  queue for a free slot (``run_queue_per_user`` of them), and beyond the queue is a 429. So one caller's
+  flood occupies at most their own slots of the server's workers, and everyone else's questions start at once.
+
+A run is in flight while its waiting or streaming request is open, and a background run (``POST .../runs``)
+from its creation until the runtime says it is no longer pending or running (asked, as the caller, only
+when the caller is at their limit).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+StillRunning = Callable[[dict[str, str], str, str], Awaitable[bool]]
+REFRESH_EVERY = 0.5  # seconds between two looks at a caller's background runs while they wait
+
+
+class Busy(Exception):
+    """A request over the caller's limits: a 429 naming the limit, with when to try again."""
+
+    def __init__(self, detail: str, retry_after: float) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.retry_after = max(1, math.ceil(retry_after))
+
+
+@dataclass
+class _Caller:
+    tokens: float = 0.0
+    refilled: float = 0.0
+    open: int = 0  # waiting or streaming run requests
+    background: list[tuple[dict[str, str], str, str]] = field(default_factory=list)
+    queued: int = 0
+    looked: float = 0.0
+    freed: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class CallerLimits:
+    """The rate and the run slots of every caller this process has seen (a few bytes each)."""
+
+    def __init__(self, still_running: StillRunning, clock: Callable[[], float] = time.monotonic) -> None:
+        self.still_running = still_running
+        self.clock = clock
+        self.callers: dict[str, _Caller] = {}
+
+    def _caller(self, user: str) -> _Caller:
+        caller = self.callers.get(user)
+        if caller is None:
+            caller = self.callers[user] = _Caller(refilled=self.clock())
+            caller.tokens = -1.0  # marks a new bucket: filled on first use
+        return caller
+
+    def take_request(self, user: str, per_minute: int) -> None:
+        """Count one request; :class:`Busy` when the caller's bucket is empty."""
+        caller, now = self._caller(user), self.clock()
+        if caller.tokens < 0:
+            caller.tokens = float(per_minute)
+        caller.tokens = min(float(per_minute), caller.tokens + (now - caller.refilled) * per_minute / 60.0)
+        caller.refilled = now
+        if caller.tokens < 1.0:
+            raise Busy(
+                f"more than {per_minute} requests a minute from you (requests_per_minute); slow down",
+                (1.0 - caller.tokens) * 60.0 / per_minute,
+            )
+        caller.tokens -= 1.0
+
+    def in_flight(self, user: str) -> int:
+        caller = self.callers.get(user)
+        return 0 if caller is None else caller.open + len(caller.background)
+
+    async def acquire(self, user: str, need: int, limit: int, queue: int) -> None:
+        """Take ``need`` run slots, waiting in the caller's queue for them; :class:`Busy` past the queue."""
+        if need > limit:
+            raise Busy(f"{need} runs at once is more than the {limit} you may have in flight (runs_per_user)", 1)
+        caller = self._caller(user)
+        if self.in_flight(user) + need > limit:
+            await self._look(caller, force=True)
+        if self.in_flight(user) + need <= limit:
+            caller.open += need
+            return
+        if caller.queued >= queue:
+            raise Busy(
+                f"you have {self.in_flight(user)} runs in flight and {caller.queued} waiting, the most allowed "
+                "(runs_per_user, run_queue_per_user); try again when one has finished",
+                REFRESH_EVERY * 4,
+            )
+        caller.queued += 1
+        try:
+            while self.in_flight(user) + need > limit:
+                caller.freed.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(caller.freed.wait(), REFRESH_EVERY)
+                await self._look(caller)
+            caller.open += need
+        finally:
+            caller.queued -= 1
+
+    def release(self, user: str, count: int) -> None:
+        caller = self._caller(user)
+        caller.open = max(0, caller.open - count)
+        caller.freed.set()
+
+    def track(self, user: str, headers: dict[str, str], runs: list[tuple[str, str]]) -> None:
+        """Background runs the caller just created: in flight until the runtime says otherwise."""
+        caller = self._caller(user)
+        caller.background.extend((headers, thread_id, run_id) for thread_id, run_id in runs)
+
+    async def _look(self, caller: _Caller, force: bool = False) -> None:
+        """Drop the caller's background runs that are no longer pending or running."""
+        now = self.clock()
+        if not caller.background or (not force and now - caller.looked < REFRESH_EVERY):
+            return
+        caller.looked = now
+        running = await asyncio.gather(
+            *(self.still_running(headers, thread, run) for headers, thread, run in caller.background),
+            return_exceptions=True,
+        )
+        before = len(caller.background)
+        caller.background = [
+            entry for entry, alive in zip(caller.background, running, strict=True) if alive is not False
+        ]
+        if len(caller.background) < before:
+            caller.freed.set()
+
+
+def created_runs(body: bytes) -> list[tuple[str, str]]:
+    """``(thread_id, run_id)`` of the runs a run-creating response describes (one run, or a batch)."""
+    import json
+
+    try:
+        value: Any = json.loads(body)
+    except ValueError:
+        return []
+    runs = value if isinstance(value, list) else [value]
+    return [
+        (str(r.get("thread_id")), str(r["run_id"]))
+        for r in runs
+        if isinstance(r, dict) and r.get("run_id") and r.get("thread_id")
+    ]
