@@ -120,15 +120,14 @@ class CallerLimits:
         if not caller.background or (not force and now - caller.looked < REFRESH_EVERY):
             return
         caller.looked = now
+        looked_at = list(caller.background)  # others may track or drop runs while we wait for answers
         running = await asyncio.gather(
-            *(self.still_running(headers, thread, run) for headers, thread, run in caller.background),
+            *(self.still_running(headers, thread, run) for headers, thread, run in looked_at),
             return_exceptions=True,
         )
-        before = len(caller.background)
-        caller.background = [
-            entry for entry, alive in zip(caller.background, running, strict=True) if alive is not False
-        ]
-        if len(caller.background) < before:
+        ended = {id(entry) for entry, alive in zip(looked_at, running, strict=True) if alive is False}
+        if ended:
+            caller.background = [entry for entry in caller.background if id(entry) not in ended]
             caller.freed.set()
 
 

@@ -160,3 +160,25 @@ def test_one_callers_runs_wait_or_are_refused_while_anothers_go_through(tokens: 
             assert (await client.get("/ok")).status_code == 200
 
     asyncio.run(go())
+
+
+def test_looks_at_background_runs_may_overlap_with_new_ones() -> None:
+    """Runs tracked or dropped while a look waits for the runtime's answers are neither lost nor
+    mismatched (the look used to zip its answers against a list that had changed)."""
+    gate = asyncio.Event()
+
+    async def slow(headers: dict[str, str], thread: str, run: str) -> bool:
+        await gate.wait()
+        return run != "r1"
+
+    async def go() -> None:
+        limits = CallerLimits(slow)
+        limits.track("alice", {}, [("t", "r1"), ("t", "r2")])
+        looks = [asyncio.create_task(limits._look(limits._caller("alice"), force=True)) for _ in range(3)]
+        await asyncio.sleep(0.05)
+        limits.track("alice", {}, [("t", "r3")])
+        gate.set()
+        await asyncio.gather(*looks)
+        assert [run for _, _, run in limits._caller("alice").background] == ["r2", "r3"]
+
+    asyncio.run(go())
