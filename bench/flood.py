@@ -1,17 +1,18 @@
 """One caller floods the server; does everyone else still get answers? ``langgraph dev`` with tokens.
 
-Per scenario, on a fresh ``langgraph dev`` (offline model, no knowledge base, long-term memory off, 10 jobs):
+Per scenario, on a fresh ``langgraph dev`` (10 jobs, no knowledge base, long-term memory and query rewriting
+off) whose model is the loopback OpenAI-compatible endpoint answering every request after ``--latency`` s, as
+a paid model would (so a run holds a worker while it waits, the way the flood the red team saw did):
 
-1. quiet: bob asks ``--questions`` calculator questions one after another (each on a new thread): the
-   median latency;
-2. flood: alice sends one ``--big-mb`` MB request body and ``--runs`` background runs of 100 KB each, all at
-   once, while bob asks the same questions again and ``/ok`` is polled every 0.2 s. Reported: bob's median
+1. quiet: bob asks ``--questions`` calculator questions at once (each on a new thread): their median latency;
+2. flood: alice sends one ``--big-mb`` MB request body and ``--runs`` background runs of ``--run-kb`` KB each
+   (one model request each), all at once, while bob asks the same questions again and ``/ok`` is polled every 0.2 s. Reported: bob's median
    latency against quiet (target <= 2x), the slowest ``/ok`` (target <= 1 s), and what alice's requests got.
 
 Scenarios: ``limits`` (the defaults: 1 MB bodies, 2 runs in flight per caller, 20 queued, 600 requests a
 minute) and ``no-limits`` (all of them lifted: the server as it was before they existed).
 
-    python bench/flood.py [--only limits] [--runs 100] [--big-mb 10] [--questions 5] [--json out.json]
+    python bench/flood.py [--only limits] [--runs 100] [--big-mb 10] [--questions 5] [--latency 0.5] [--json out.json]
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.server_concurrency import model_env, slow_endpoint  # noqa: E402
+from tests.fixtures.in_flight import InFlight  # noqa: E402
 from tests.fixtures.serve import DevServer, dev_env  # noqa: E402
 
 TOKENS = {"tok-alice": {"user": "alice"}, "tok-bob": {"user": "bob"}}
@@ -61,7 +64,8 @@ async def _ask(client: httpx.AsyncClient, n: int) -> float:
 
 
 async def _bob(client: httpx.AsyncClient, count: int, offset: int) -> list[float]:
-    return [await _ask(client, offset + i) for i in range(count)]
+    """Bob's questions, all at once (each on its own thread), as a few people of his would ask them."""
+    return list(await asyncio.gather(*(_ask(client, offset + i) for i in range(count))))
 
 
 async def _poll_ok(client: httpx.AsyncClient, stop: asyncio.Event) -> list[float]:
@@ -74,10 +78,9 @@ async def _poll_ok(client: httpx.AsyncClient, stop: asyncio.Event) -> list[float
     return seen
 
 
-async def _alice(client: httpx.AsyncClient, runs: int, big_mb: int) -> Counter[str]:
-    threads = [(await client.post("/threads", json={}, headers=ALICE)).json()["thread_id"] for _ in range(runs)]
+async def _alice(client: httpx.AsyncClient, threads: list[str], big_mb: int, run_kb: int) -> Counter[str]:
     big = {"assistant_id": GRAPH, "input": {"messages": [{"role": "user", "content": "x" * (big_mb << 20)}]}}
-    filler = "请总结这段话。" + "字" * 50_000  # about 100 KB of UTF-8
+    filler = "请总结这段话。" + "字" * (run_kb * 1024 // 3)  # run_kb KB of UTF-8: one model request each
 
     async def one(path: str, body: dict[str, Any]) -> str:
         try:
@@ -86,7 +89,7 @@ async def _alice(client: httpx.AsyncClient, runs: int, big_mb: int) -> Counter[s
             return type(exc).__name__
 
     payload = {"assistant_id": GRAPH, "input": {"messages": [{"role": "user", "content": filler}]}}
-    jobs = [one(f"/threads/{threads[0]}/runs/wait", big)]
+    jobs = [one(f"/threads/{threads[0]}/runs/wait", big)] if big_mb else []
     jobs += [one(f"/threads/{t}/runs", payload) for t in threads]
     return Counter(await asyncio.gather(*jobs))
 
@@ -95,16 +98,19 @@ async def _scenario(url: str, args: argparse.Namespace) -> dict[str, Any]:
     limits = httpx.Limits(max_connections=args.runs + 20)
     async with httpx.AsyncClient(base_url=url, timeout=600, limits=limits) as client:
         await _ask(client, 1)  # warm: first run imports and opens everything
+        threads = [(await client.post("/threads", json={}, headers=ALICE)).json()["thread_id"] for _ in range(args.runs)]
         quiet = await _bob(client, args.questions, 100)
         stop = asyncio.Event()
         poll = asyncio.create_task(_poll_ok(client, stop))
-        flood = asyncio.create_task(_alice(client, args.runs, args.big_mb))
-        await asyncio.sleep(1.0)  # alice's requests are in
+        flood = asyncio.create_task(_alice(client, threads, args.big_mb, args.run_kb))
+        await asyncio.sleep(0.5)  # alice's requests are in
         loud = await _bob(client, args.questions, 200)
         got = await flood
         stop.set()
         ok = await poll
     return {
+        "quiet_s": [round(x, 2) for x in quiet],
+        "flood_s": [round(x, 2) for x in loud],
         "quiet_median_s": round(statistics.median(quiet), 3),
         "flood_median_s": round(statistics.median(loud), 3),
         "ratio": round(statistics.median(loud) / statistics.median(quiet), 2),
@@ -114,10 +120,11 @@ async def _scenario(url: str, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(name: str, args: argparse.Namespace) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory(prefix=f"kb-flood-{name}-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=f"kb-flood-{name}-") as tmp, slow_endpoint(args.latency, InFlight()) as endpoint:
         env = dev_env(Path(tmp) / "home")
+        env.update(model_env(endpoint))
         env.update(
-            KB_AGENT_API_TOKENS=json.dumps(TOKENS), KB_AGENT_MODEL="offline", KB_AGENT_LONG_TERM_MEMORY="false"
+            KB_AGENT_API_TOKENS=json.dumps(TOKENS), KB_AGENT_LONG_TERM_MEMORY="false", KB_AGENT_REWRITE_QUERY="false"
         )
         if name == "no-limits":
             env.update(NO_LIMITS)
@@ -134,6 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--big-mb", type=int, default=10)
     parser.add_argument("--questions", type=int, default=5)
+    parser.add_argument("--latency", type=float, default=0.5)
+    parser.add_argument("--run-kb", type=int, default=10, help="size of each of alice's runs' question")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     results = [run(name, args) for name in args.only.split(",")]
