@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -95,6 +96,19 @@ class Database:
             self.pool.close()
 
 
+def switch_to_wal(db: Any, attempts: int = 60) -> None:
+    """Put the database in WAL mode. The switch needs the database alone and does not wait for it, so
+    openers of a fresh database that arrive together would fail with "database is locked": retry instead."""
+    for attempt in range(attempts):
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or attempt == attempts - 1:
+                raise
+            time.sleep(min(0.01 * (attempt + 1), 0.2))
+
+
 def open_database(
     sqlite_file: str | Path, url: str = "", *, pool: Any = None, setting: str = DATABASE_SETTING
 ) -> Database:
@@ -108,5 +122,5 @@ def open_database(
     path = Path(sqlite_file)
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=30)
-    conn.execute("PRAGMA journal_mode=WAL")
+    switch_to_wal(conn)
     return Database("?", False, conn=conn)

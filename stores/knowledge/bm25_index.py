@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from stores.disk import free_pages_bytes
+from stores.sql import switch_to_wal
 from stores.text_analysis import ANALYZER_VERSION, tokenize
 
 if TYPE_CHECKING:
@@ -119,7 +120,7 @@ class BM25Index:
         self._changes, self._built = 0, -1  # the snapshot is current when they are equal
         self._local = threading.local()  # per-thread batch depth
         with self._connect() as db:
-            db.execute("PRAGMA journal_mode=WAL")
+            switch_to_wal(db)
             db.executescript(_SCHEMA)
             if "tag" not in {row[1] for row in db.execute("PRAGMA table_info(chunks)")}:  # an older file
                 db.execute("ALTER TABLE chunks ADD COLUMN tag TEXT NOT NULL DEFAULT ''")

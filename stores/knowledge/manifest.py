@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from stores.postgres import is_postgres
+from stores.sql import switch_to_wal
 
 log = logging.getLogger(__name__)
 MANIFEST_FILE = "manifest.sqlite3"
@@ -124,7 +125,7 @@ class Manifest:
             if self.shared:  # two processes creating the tables at once collide in Postgres's catalog
                 db.execute("SELECT pg_advisory_xact_lock(hashtext('kb-agent:schema'))")
             else:
-                db.execute("PRAGMA journal_mode=WAL")
+                switch_to_wal(db)
             for statement in _SCHEMA.format(files=self.files, meta=self.meta_table).split(";"):
                 if statement.strip():
                     db.execute(statement)

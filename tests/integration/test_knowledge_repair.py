@@ -124,7 +124,7 @@ def test_kill_9_at_random_points_of_ingests_leaves_nothing_searchable_and_nothin
     rng = random.Random(1414)
     home, docs = tmp_path / "home", tmp_path / "docs"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "KB_AGENT_HOME": str(home), "KB_AGENT_EMBEDDER": "hashing"}
-    killed_inside = 0
+    killed_inside, took = 0, None
     for round_ in range(20):
         for n in range(12):  # every round rewrites some files, so every ingest has work to do
             if rng.random() < 0.5:
@@ -132,6 +132,7 @@ def test_kill_9_at_random_points_of_ingests_leaves_nothing_searchable_and_nothin
                     docs / f"f{n}.md",
                     f"# File {n}\n\n" + f"Round {round_} notes about topic {n} and zebras. " * 60,
                 )
+        started = time.monotonic()
         proc = subprocess.Popen(
             [sys.executable, "-m", "cli", "ingest", str(docs)],
             cwd=ROOT,
@@ -139,10 +140,14 @@ def test_kill_9_at_random_points_of_ingests_leaves_nothing_searchable_and_nothin
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        time.sleep(rng.uniform(0.5, 6.0))
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGKILL)
-            killed_inside += 1
+        if took is None:  # the first ingest runs to its end: how long one takes on this machine
+            proc.wait(timeout=120)
+            took = time.monotonic() - started
+        else:  # later ones are killed at a random point of that span (they redo about half the files)
+            time.sleep(rng.uniform(0.3, max(0.5, 0.8 * took)))
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGKILL)
+                killed_inside += 1
         proc.wait(timeout=60)
         kb = KnowledgeBase(home, embedder=HashingEmbedder(), **store_backend.kwargs())
         known = kb.index_ids()["manifest"]

@@ -129,3 +129,32 @@ def test_lock_excludes_processes(tmp_path: Path) -> None:
         worker.join(timeout=120)
         assert worker.exitcode == 0
     assert (tmp_path / "counter").read_text() == "45"
+
+
+@pytest.mark.parametrize("store", ["manifest", "sqlite"])
+def test_many_open_a_new_database_at_once(tmp_path: Path, store: str) -> None:
+    """Switching a fresh database to WAL needs it alone: openers that arrive together wait their turn
+    instead of failing with "database is locked" (a thread of the lock test once died of it)."""
+    from stores.sql import open_database
+
+    opener = Manifest if store == "manifest" else lambda d: open_database(Path(d) / "x.sqlite", "").close()
+    for attempt in range(10):
+        directory = tmp_path / str(attempt)
+        barrier = threading.Barrier(8)
+        failures: list[BaseException] = []
+
+        def open_it(
+            directory: Path = directory, barrier: threading.Barrier = barrier, failures: list[BaseException] = failures
+        ) -> None:
+            barrier.wait()
+            try:
+                opener(directory)
+            except BaseException as exc:
+                failures.append(exc)
+
+        threads = [threading.Thread(target=open_it) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        assert failures == [], failures
