@@ -12,7 +12,8 @@ payload but not every request's body, so what must hold for any request is check
   without the checks of the runs API, so they are closed;
 - ``/metrics`` and the API docs need a valid token unless the operator opened them (``open_routes``);
 - with tokens, each caller has a request rate and a number of runs in flight, queued beyond
-  (``graph.limits``).
+  (``graph.limits``);
+- ``/ui`` is the chat page (``graph.ui``), served here so both runtimes have it on the API's own origin.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ THREADS = re.compile(r"/threads/?")
 EVENT_PROTOCOL = re.compile(r"/threads/[^/]+/(?:commands|stream/events)/?")
 RUN_CREATE = re.compile(r"/(?:threads/[^/]+/)?runs(?:/(?P<kind>wait|stream|batch))?/?")
 HEALTH = ("/ok", "/health", "/info")
+UI = re.compile(r"/ui(?:/.*)?")
 BODY_METHODS = ("POST", "PUT", "PATCH")
 FORWARDED = (b"authorization", b"x-kb-user")
 
@@ -128,6 +130,29 @@ class Edge:
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
         self.limits = CallerLimits(self._still_running)
+        self._ui: ASGIApp | None = None
+
+    @property
+    def ui(self) -> ASGIApp:
+        """The chat page's app, made on first use (it imports Starlette and the services)."""
+        if self._ui is None:
+            from graph.ui import ui_app
+
+            self._ui = ui_app(self._ask_as_caller)
+        return self._ui
+
+    async def _ask_as_caller(self, request: Any, method: str, path: str) -> tuple[int, Any]:
+        """Ask the server's own API as the caller of ``request``: (status, JSON body or None)."""
+        import httpx  # the server's runtimes ship it
+
+        forwarded = {k: v for k, v in request.headers.items() if k.encode("latin-1") in FORWARDED}
+        transport = httpx.ASGITransport(app=self.app)  # type: ignore[arg-type]
+        async with httpx.AsyncClient(transport=transport, base_url="http://edge") as client:
+            response = await client.request(method, path, headers=forwarded)
+        try:
+            return response.status_code, response.json()
+        except ValueError:
+            return response.status_code, None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
@@ -143,6 +168,9 @@ class Edge:
             slots = await self._limit(scope, user, body)
         except Refused as refused:
             await _answer(send, refused.status, refused.detail, refused.retry_after)
+            return
+        if UI.fullmatch(path):
+            await self.ui(scope, receive, send)
             return
         if not slots or user is None:
             await self.app(scope, receive, send)

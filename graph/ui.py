@@ -1,0 +1,289 @@
+"""The chat page at ``/ui``: static files shipped in the package, and the few routes the LangGraph API lacks.
+
+The page talks to the same LangGraph API as any client (threads, streamed runs, state, resume) with the
+caller's bearer token. What it needs beyond that is served here, behind the same :func:`graph.auth.identify`:
+the caller's identity, a cited passage (only if the caller's groups may read it), the caller's own
+memories (list, delete, confirm or drop the pending ones) and a rating of an answer the agent recorded in
+one of the caller's threads. Every route answers for the caller alone: there is no user parameter.
+
+The edge (``graph.edge``) hands ``/ui`` requests here, with a function that asks the server itself as the
+caller (so a thread that is not theirs is "not found" here exactly as it is on the API).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from graph.auth import Unauthenticated, identify
+from graph.services import services_for
+from nodes.context import ConfigError, resolve_run
+from nodes.settings import Settings
+from stores.feedback import RATINGS, answer_digest
+from tools.permissions import grant_for
+
+STATIC = Path(__file__).with_name("ui_static")
+FILES = {
+    "app.js": "text/javascript",
+    "app.css": "text/css",
+    "i18n.js": "text/javascript",
+    "icon.svg": "image/svg+xml",
+}
+# No inline script or style, nothing from elsewhere, no framing: text from documents, tools and models is
+# put on the page as text (never HTML), and this is the second wall should that ever slip.
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; "
+    "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+SECURITY_HEADERS = {
+    "content-security-policy": CSP,
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+    "cache-control": "no-store",
+}
+MAX_REASON = 2000
+
+AskServer = Callable[[Request, str, str], Awaitable[tuple[int, Any]]]
+
+
+class Refusal(Exception):
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(detail)
+        self.status, self.detail = status, detail
+
+
+def _json(value: Any, status: int = 200) -> JSONResponse:
+    return JSONResponse(value, status_code=status, headers=SECURITY_HEADERS)
+
+
+def caller_settings(request: Request) -> Settings:
+    """The settings a run of this caller would get: the deployment's, with the token's user, roles, groups."""
+    try:
+        user = identify(dict(request.headers.raw))
+    except Unauthenticated as exc:
+        raise Refusal(401, str(exc)) from None
+    try:
+        return resolve_run(None, {}, Settings.current(), user=user).settings
+    except ConfigError as exc:  # e.g. a user who holds no token any more
+        raise Refusal(403, str(exc)) from None
+
+
+def _guarded(handler: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
+    async def guarded(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except Refusal as refused:
+            return _json({"detail": refused.detail}, refused.status)
+
+    return guarded
+
+
+def _needs(settings: Settings, permission: str) -> None:
+    if not grant_for(settings).allows(permission):
+        raise Refusal(403, f"your roles do not grant {permission}")
+
+
+async def page(request: Request) -> Response:
+    return FileResponse(
+        STATIC / "index.html", media_type="text/html; charset=utf-8", headers=SECURITY_HEADERS
+    )
+
+
+async def static(request: Request) -> Response:
+    name = request.path_params["name"]
+    if name not in FILES:
+        return _json({"detail": "not found"}, 404)
+    kind = FILES[name] if name.endswith(".svg") else f"{FILES[name]}; charset=utf-8"
+    return FileResponse(STATIC / name, media_type=kind, headers=SECURITY_HEADERS)
+
+
+async def me(request: Request) -> Response:
+    """Who the page is signed in as; ``signed_in`` false (not a 401) when the token is missing or wrong, so
+    the page asks for one without an error in the browser's console."""
+    try:
+        settings = caller_settings(request)
+    except Refusal as refused:
+        if refused.status != 401:
+            raise
+        return _json({"signed_in": False, "detail": refused.detail})
+    grant = grant_for(settings)
+    return _json(
+        {
+            "signed_in": True,
+            "user": settings.user_id,
+            "roles": list(grant.roles),
+            "groups": list(settings.group_list),
+            "memory": grant.allows("memory:read"),
+        }
+    )
+
+
+async def passage(request: Request) -> Response:
+    """One cited chunk's text, if the caller's groups may read it (else the same 404 as a missing one)."""
+    settings = caller_settings(request)
+    chunk_id = request.path_params["chunk_id"]
+
+    def read() -> list[Any]:
+        kb = services_for(settings).knowledge()
+        return [] if kb is None else kb.get([chunk_id], groups=settings.group_list)
+
+    found = await run_in_threadpool(read)
+    if not found:
+        return _json({"detail": f"no passage {chunk_id!r} you may read"}, 404)
+    p = found[0]
+    return _json({"id": p.get("id", chunk_id), "source": p.get("source", ""), "text": p.get("text", "")})
+
+
+def _memories(settings: Settings) -> Any:
+    return services_for(settings).memory_store(settings)
+
+
+async def memories(request: Request) -> Response:
+    settings = caller_settings(request)
+    _needs(settings, "memory:read")
+
+    def read() -> dict[str, Any]:
+        from stores.memory.pending import pending
+
+        store = _memories(settings)
+        kept = [
+            {
+                "id": m["id"],
+                "content": m.get("content", ""),
+                "type": m.get("memory_type", ""),
+                "updated_at": m.get("updated_at", ""),
+            }
+            for m in store.list(settings.user_id, limit=200)
+        ]
+        held = [
+            {
+                "id": e.id,
+                "content": e.new_content or "",
+                "type": e.memory_type or "",
+                "reason": e.reason or "",
+            }
+            for e in pending(store, settings.user_id)
+        ]
+        return {"memories": kept, "pending": held}
+
+    return _json(await run_in_threadpool(read))
+
+
+async def forget(request: Request) -> Response:
+    """Delete one of the caller's memories (anyone may have their own memories forgotten)."""
+    settings = caller_settings(request)
+    memory_id = request.path_params["memory_id"]
+
+    def delete() -> Any:
+        store = _memories(settings)
+        if store.get(settings.user_id, memory_id) is None:
+            raise Refusal(404, f"you have no memory {memory_id!r}")
+        return store.manage(settings.user_id, "DELETE", memory_id=memory_id, source="ui")
+
+    entry = await run_in_threadpool(delete)
+    return _json({"status": entry.status, "id": memory_id})
+
+
+async def resolve_pending(request: Request) -> Response:
+    """Confirm (written as the caller's own request: needs memory:write) or drop a pending memory."""
+    from stores.memory import pending
+
+    settings = caller_settings(request)
+    action = request.path_params["action"]
+    if action not in ("confirm", "drop"):
+        return _json({"detail": "not found"}, 404)
+    if action == "confirm":
+        _needs(settings, "memory:write")
+    try:
+        pending_id = int(request.path_params["pending_id"])
+    except ValueError:
+        raise Refusal(404, "pending memory ids are numbers") from None
+
+    def resolve() -> Any:
+        try:
+            return getattr(pending, action)(_memories(settings), settings.user_id, pending_id)
+        except pending.PendingMemoryError as exc:
+            raise Refusal(404, str(exc)) from None
+
+    entry = await run_in_threadpool(resolve)
+    return _json({"status": entry.status, "id": pending_id})
+
+
+async def _body(request: Request) -> dict[str, Any]:
+    try:
+        body = json.loads(await request.body() or b"{}")
+    except ValueError:
+        raise Refusal(422, "the body must be JSON") from None
+    if not isinstance(body, dict):
+        raise Refusal(422, "the body must be a JSON object")
+    return body
+
+
+def rated_answer(values: dict[str, Any], message_id: str) -> tuple[str | None, str, list[str] | None]:
+    """(question, answer text, cited chunks) of the answer ``message_id`` in a thread's state values.
+    ``cited`` is None unless the agent recorded that answer unchanged (only then does a rating count)."""
+    messages = values.get("messages") or []
+    question: str | None = None
+    for message in messages:
+        if not isinstance(message, dict):
+            continue
+        if message.get("type") == "human" and isinstance(message.get("content"), str):
+            question = message["content"]
+        if message.get("id") == message_id and message.get("type") == "ai":
+            text = message.get("content")
+            if not isinstance(text, str) or not text:
+                break
+            record = (values.get("answers") or {}).get(message_id)
+            recorded = isinstance(record, dict) and record.get("digest") == answer_digest(text)
+            return question, text, [str(c) for c in record.get("cited") or []] if recorded else None
+    raise Refusal(404, f"no answer {message_id!r} in this thread")
+
+
+def feedback_route(ask_server: AskServer) -> Callable[[Request], Awaitable[Response]]:
+    async def feedback(request: Request) -> Response:
+        """Rate one answer of one of the caller's threads (read from the thread as the caller)."""
+        settings = caller_settings(request)
+        body = await _body(request)
+        rating, message_id, reason = body.get("rating"), body.get("message_id"), body.get("reason")
+        if rating not in RATINGS:
+            raise Refusal(422, f"rating must be one of {', '.join(RATINGS)}")
+        if not isinstance(message_id, str) or not message_id:
+            raise Refusal(422, "message_id: the id of the answer you rate")
+        if reason is not None and (not isinstance(reason, str) or len(reason) > MAX_REASON):
+            raise Refusal(422, f"reason: text of at most {MAX_REASON} characters")
+        thread_id = request.path_params["thread_id"]
+        status, state = await ask_server(request, "GET", f"/threads/{thread_id}/state")
+        if status != 200 or not isinstance(state, dict):
+            raise Refusal(404, f"no thread {thread_id!r} of yours")
+        question, answer, cited = rated_answer(state.get("values") or {}, message_id)
+        store = services_for(settings).feedback()
+        record: dict[str, Any] = {"user_id": settings.user_id, "thread_id": thread_id, "rating": rating, "reason": reason}
+        record.update(question=question, answer=answer, cited=cited)
+        feedback_id = await run_in_threadpool(lambda: store.add(**record))
+        return _json({"feedback_id": feedback_id, "rating": rating, "counts": cited is not None})
+
+    return feedback
+
+
+def ui_app(ask_server: AskServer) -> Starlette:
+    """The ``/ui`` app; ``ask_server(request, method, path)`` asks the server's API as the request's caller."""
+    routes = [
+        Route("/ui", lambda request: RedirectResponse("/ui/", status_code=308)),
+        Route("/ui/", page),
+        Route("/ui/static/{name}", static),
+        Route("/ui/api/me", _guarded(me)),
+        Route("/ui/api/passages/{chunk_id:path}", _guarded(passage)),
+        Route("/ui/api/memories", _guarded(memories)),
+        Route("/ui/api/memories/{memory_id}", _guarded(forget), methods=["DELETE"]),
+        Route("/ui/api/pending/{pending_id}/{action}", _guarded(resolve_pending), methods=["POST"]),
+        Route("/ui/api/threads/{thread_id}/feedback", _guarded(feedback_route(ask_server)), methods=["POST"]),
+    ]
+    return Starlette(routes=routes)

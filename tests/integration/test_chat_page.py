@@ -1,0 +1,288 @@
+"""The chat page at ``/ui``, in a real browser: Debian's Chromium driven by Playwright against ``langgraph dev``
+with bearer tokens (alice: user; hana: user in group hr; bob: admin).
+
+Each flow saves a screenshot in the test's temporary folder. Skipped with the reason where Chromium or
+Playwright is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.fixtures.serve import REPO_ROOT, DevServer, dev_env
+
+pytestmark = pytest.mark.server
+
+TOKENS = {
+    "tok-alice": {"user": "alice", "roles": ["user"]},
+    "tok-hana": {"user": "hana", "roles": ["user"], "groups": ["hr"]},
+    "tok-bob": {"user": "bob", "roles": ["admin"]},
+}
+INJECTION = "Office notice <script>alert('pwned')</script> <img src=x onerror=alert(1)> for the travel desk."
+HR_TEXT = "The L5 salary band is 88,000 CNY per month."
+TIMEOUT_MS = 60_000
+
+
+def _chromium() -> str | None:
+    for name in ("chromium", "chromium-browser"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    executable = _chromium()
+    if executable is None:
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=executable, args=["--no-sandbox"])
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
+    tmp = tmp_path_factory.mktemp("chat-page")
+    docs = tmp / "docs"
+    (docs / "hr").mkdir(parents=True)
+    (docs / "travel.md").write_text(
+        "# Travel policy\n\nEmployees fly economy on trips under six hours; hotels up to 600 CNY a night.\n",
+        "utf-8",
+    )
+    (docs / "notice.md").write_text(f"# Notice board\n\n{INJECTION}\n", "utf-8")
+    (docs / "old-policy.md").write_text(
+        "# Old policy\n\nThe 2019 parking rules, replaced long ago.\n", "utf-8"
+    )
+    (docs / "hr" / "bands.md").write_text(f"# Compensation\n\n{HR_TEXT}\n", "utf-8")
+    (docs / "hr" / ".groups").write_text("hr\n", "utf-8")
+    env = dev_env(tmp / "home")
+    env["KB_AGENT_EMBEDDER"] = "hashing"
+    ingest = subprocess.run(
+        [sys.executable, "-m", "cli", "ingest", str(docs)],
+        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert ingest.returncode == 0, ingest.stderr
+    env["KB_AGENT_API_TOKENS"] = json.dumps(TOKENS)
+    srv = DevServer(env=env, log=tmp / "server.log")
+    try:
+        srv.start()
+    except RuntimeError as exc:
+        pytest.fail(f"{exc}\n{(tmp / 'server.log').read_text('utf-8', 'replace')[-3000:]}")
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+class Page:
+    """One browser tab on the chat page, with what its console said and any dialog that opened."""
+
+    def __init__(self, browser: Any, url: str, shots: Path, locale: str = "en-US") -> None:
+        self.context = browser.new_context(locale=locale)
+        self.page = self.context.new_page()
+        self.url, self.shots = url, shots
+        self.console: list[str] = []
+        self.dialogs: list[str] = []
+        self.page.on("console", lambda m: self.console.append(f"{m.type}: {m.text}"))
+        self.page.on("pageerror", lambda e: self.console.append(f"pageerror: {e}"))
+        self.page.on("dialog", self._dialog)
+        self.page.set_default_timeout(TIMEOUT_MS)
+
+    def _dialog(self, dialog: Any) -> None:
+        self.dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    def open(self) -> Any:
+        self.page.goto(f"{self.url}/ui/")
+        self.page.wait_for_selector("#signin:not([hidden]), #app:not([hidden])")
+        return self.page
+
+    def sign_in(self, token: str) -> Any:
+        page = self.open()
+        page.fill("input[name=token]", token)
+        page.press("input[name=token]", "Enter")
+        page.wait_for_selector("#app:not([hidden])")
+        return page
+
+    def ask(self, question: str) -> None:
+        """Ask and wait until the run ended and the thread's state replaced what was streamed."""
+        page = self.page
+        answers = page.locator("#log .message.ai:not(.streaming)").count()
+        page.fill("textarea[name=question]", question)
+        page.press("textarea[name=question]", "Enter")
+        page.wait_for_function(
+            "n => document.querySelectorAll('#log .message.ai:not(.streaming)').length > n"
+            " || !document.getElementById('approval').hidden",
+            arg=answers,
+        )
+        page.wait_for_selector("#send:not([disabled])")
+
+    def shot(self, name: str) -> None:
+        self.page.screenshot(path=str(self.shots / f"{name}.png"))
+
+    def errors(self) -> list[str]:
+        return [line for line in self.console if line.startswith(("error", "pageerror"))]
+
+    def close(self) -> None:
+        self.context.close()
+
+
+@pytest.fixture
+def tab(browser: Any, server: DevServer, tmp_path: Path) -> Iterator[Page]:
+    opened = Page(browser, server.url, tmp_path)
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+def test_a_wrong_token_is_refused_with_a_message_then_the_right_one_signs_in(tab: Page) -> None:
+    page = tab.open()
+    assert page.is_visible("#signin") and page.get_attribute("input[name=token]", "type") == "password"
+    page.fill("input[name=token]", "not-a-token")
+    page.press("input[name=token]", "Enter")
+    page.wait_for_function(
+        "() => document.getElementById('signin-note').textContent.includes('not accepted')"
+    )
+    assert page.is_hidden("#app")
+    tab.sign_in("tok-alice")
+    assert "alice" in page.inner_text("#who")
+    assert "tok-alice" not in page.url and page.evaluate("sessionStorage.length") == 1
+    tab.shot("signed-in")
+    assert tab.errors() == [], tab.console
+
+
+def test_a_calculation_streams_its_answer_with_a_live_tool_line(tab: Page) -> None:
+    page = tab.sign_in("tok-alice")
+    tab.ask("计算 6 × 7")
+    tab.shot("calculation")
+    assert page.get_attribute("#log .tool[data-tool=calculator]", "data-status") == "done"
+    assert "42" in page.inner_text("#log .message.ai >> nth=-1")
+    assert int(page.evaluate("document.body.dataset.streamed || '0'")) >= 1  # it arrived as a stream
+    # the thread is listed, titled by its question, and reopens with its history
+    assert "计算 6 × 7" in page.inner_text("#threads")
+    page.click("#new-thread")
+    assert page.locator("#log .message").count() == 0
+    page.click("#threads .thread >> nth=0")
+    page.wait_for_selector("#log .message.ai")
+    assert "42" in page.inner_text("#log")
+    assert tab.errors() == [], tab.console
+
+
+def test_a_citation_opens_the_passage_and_a_rating_is_recorded(tab: Page) -> None:
+    page = tab.sign_in("tok-alice")
+    tab.ask("What class do employees fly on short trips?")
+    link = page.locator("#log a.citation", has_text="travel.md#0").first
+    link.click()
+    page.wait_for_selector("#side:not([hidden])")
+    tab.shot("citation")
+    assert "economy" in page.inner_text("#side-body")
+    page.press("body", "Escape")
+    assert page.is_hidden("#side")
+    page.click("#log .message.ai >> nth=-1 >> .rate-good")
+    page.wait_for_selector("#log .rated")
+    assert "recorded" in page.inner_text("#log .rated")
+    assert tab.errors() == [], tab.console
+
+
+def test_the_passage_route_shows_only_what_the_callers_groups_may_read(server: DevServer) -> None:
+    chunk = "hr%2Fbands.md%230"
+    alice = httpx.get(f"{server.url}/ui/api/passages/{chunk}", headers={"Authorization": "Bearer tok-alice"})
+    hana = httpx.get(f"{server.url}/ui/api/passages/{chunk}", headers={"Authorization": "Bearer tok-hana"})
+    nobody = httpx.get(f"{server.url}/ui/api/passages/{chunk}")
+    assert alice.status_code == 404 and "88,000" not in alice.text
+    assert hana.status_code == 200 and HR_TEXT in hana.json()["text"]
+    assert nobody.status_code == 401
+
+
+def test_an_injected_document_is_shown_as_text_and_runs_nothing(tab: Page) -> None:
+    page = tab.sign_in("tok-alice")
+    tab.ask("What does the office notice say about the travel desk?")
+    page.locator("#log a.citation", has_text="notice.md#0").first.click()
+    page.wait_for_selector("#side:not([hidden])")
+    page.wait_for_timeout(500)  # an onerror handler, were the markup live, would have fired by now
+    tab.shot("injection")
+    shown = page.inner_text("#side-body")
+    assert "<script>alert('pwned')</script>" in shown and "<img src=x onerror=alert(1)>" in shown
+    assert page.locator("#side-body script, #side-body img, #log script, #log img").count() == 0
+    assert tab.dialogs == []
+    csp = httpx.get(f"{tab.url}/ui/").headers["content-security-policy"]
+    assert "script-src 'self'" in csp and "connect-src 'self'" in csp and "unsafe-inline" not in csp
+
+
+def test_an_admin_approves_the_deletion_shown(tab: Page) -> None:
+    page = tab.sign_in("tok-bob")
+    tab.ask("删除文档 old-policy.md")
+    page.wait_for_selector("#approval:not([hidden])")
+    assert "delete_document" in page.inner_text("#approval-what")
+    assert json.loads(page.inner_text("#approval-args")) == {"doc_id": "old-policy.md"}
+    assert page.evaluate("document.activeElement.id") == "approve"
+    tab.shot("approval")
+    page.click("#approve")
+    page.wait_for_function(
+        "() => document.querySelector('#log .tool[data-tool=delete_document]')?.dataset.status === 'done'"
+    )
+    page.wait_for_selector("#send:not([disabled])")
+    assert "old-policy.md" in page.inner_text("#log .message.ai >> nth=-1")
+    assert page.is_hidden("#approval")
+    assert tab.errors() == [], tab.console
+
+
+def test_a_pending_memory_is_confirmed_and_a_kept_one_deleted(tab: Page) -> None:
+    page = tab.sign_in("tok-hana")
+    tab.ask("I was diagnosed with diabetes.")
+    for _ in range(60):  # memories are written in the background after the answer
+        page.click("#show-memories")
+        page.wait_for_selector("#side:not([hidden])")
+        if page.locator("#side-body .pending-memory").count():
+            break
+        page.wait_for_timeout(500)
+    tab.shot("pending-memory")
+    assert "diabetes" in page.inner_text("#side-body .pending-memory")
+    page.click("#side-body .pending-memory button:text('Keep')")
+    page.wait_for_selector("#side-body .memory")
+    assert "diabetes" in page.inner_text("#side-body .memories")
+    assert page.locator("#side-body .pending-memory").count() == 0
+    page.click("#side-body .memory button:text('Delete')")
+    page.wait_for_selector("#side-body .memories", state="detached")
+    # nobody else sees hana's memories: the route answers for its caller only
+    alice = httpx.get(f"{tab.url}/ui/api/memories", headers={"Authorization": "Bearer tok-alice"}).json()
+    assert alice == {"memories": [], "pending": []}
+    assert tab.errors() == [], tab.console
+
+
+def test_the_interface_speaks_chinese_to_a_chinese_browser(
+    browser: Any, server: DevServer, tmp_path: Path
+) -> None:
+    tab = Page(browser, server.url, tmp_path, locale="zh-CN")
+    try:
+        page = tab.sign_in("tok-alice")
+        assert page.inner_text("#send") == "发送" and page.inner_text("label[for=question]") == "你的问题"
+        assert page.evaluate("document.documentElement.lang") == "zh-CN"
+        tab.shot("chinese")
+    finally:
+        tab.close()
+
+
+def test_every_control_has_a_label(tab: Page) -> None:
+    page = tab.sign_in("tok-alice")
+    unlabelled = page.evaluate(
+        """() => [...document.querySelectorAll('input, textarea, button')]
+             .filter(e => !(e.labels?.length || e.getAttribute('aria-label') || e.textContent.trim()))
+             .map(e => e.outerHTML)"""
+    )
+    assert unlabelled == []
