@@ -65,7 +65,7 @@ function failed(error) {
 function signOut(note = "") {
   if (running) running.abort();
   sessionStorage.removeItem(TOKEN_KEY);
-  threadId = null;
+  setThread(null);
   $("app").hidden = true;
   $("signin").hidden = false;
   $("signin-note").textContent = note;
@@ -121,9 +121,15 @@ async function listThreads() {
   }
 }
 
+function setThread(id) {
+  threadId = id;
+  if (id) document.body.dataset.thread = id;
+  else delete document.body.dataset.thread;
+}
+
 async function openThread(id) {
   if (running) running.abort();
-  threadId = id;
+  setThread(id);
   await reload();
   await listThreads();
   $("question").focus();
@@ -131,7 +137,7 @@ async function openThread(id) {
 
 function newThread() {
   if (running) running.abort();
-  threadId = null;
+  setThread(null);
   pendingApproval = null;
   $("log").replaceChildren();
   $("approval").hidden = true;
@@ -224,13 +230,24 @@ function showApproval(request) {
   $("approve").focus();
 }
 
+let watching = null;
+
 async function reload() {
   if (!threadId) return;
-  const state = await api(`/threads/${threadId}/state`);
+  const id = threadId;
+  const [state, thread] = await Promise.all([api(`/threads/${id}/state`), api(`/threads/${id}`)]);
+  if (id !== threadId) return;
   renderMessages(state.values?.messages || []);
   const approvals = interruptsOf(state);
   showApproval(approvals[0] || null);
-  say("");
+  clearTimeout(watching);
+  if (thread.status === "busy") {
+    // a run of this thread is still going (started elsewhere, or resumed by a restarted server): look again
+    say(t("stillAnswering"));
+    watching = setTimeout(() => { if (id === threadId && !running) reload().catch(failed); }, 2000);
+  } else {
+    say("");
+  }
 }
 
 // ---- asking and streaming ----------------------------------------------------------------------------
@@ -339,7 +356,8 @@ function offerReload() {
   for (const block of document.querySelectorAll(".streaming")) block.classList.add("cut");
   const status = $("status");
   status.replaceChildren(el("span", { text: `${t("cut")} ` }),
-    el("button", { type: "button", id: "reload", text: t("reload"), onclick: () => reload().catch(failed) }));
+    el("button", { type: "button", id: "reload", text: t("reload"),
+      onclick: () => reload().then(listThreads).catch(failed) }));
 }
 
 async function ask(event) {
@@ -351,7 +369,7 @@ async function ask(event) {
     return;
   }
   try {
-    if (!threadId) threadId = (await api("/threads", { method: "POST", body: {} })).thread_id;
+    if (!threadId) setThread((await api("/threads", { method: "POST", body: {} })).thread_id);
     $("question").value = "";
     $("log").append(el("article", { class: "message human" }, el("div", { class: "text", text: question })));
     await stream({ input: { messages: [{ role: "user", content: question }] } });

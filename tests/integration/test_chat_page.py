@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.fixtures.openai_server import OpenAIServer, ScriptedReply
 from tests.fixtures.serve import REPO_ROOT, DevServer, dev_env
 
 pytestmark = pytest.mark.server
@@ -286,3 +287,94 @@ def test_every_control_has_a_label(tab: Page) -> None:
              .map(e => e.outerHTML)"""
     )
     assert unlabelled == []
+
+
+SLOW_ANSWER = "The first part of a slow answer arrives now, " + "and the rest takes its time to come. " * 4
+
+
+@pytest.fixture(scope="module")
+def slow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
+    """A server whose model (a loopback OpenAI-protocol endpoint) writes its answers slowly."""
+    tmp = tmp_path_factory.mktemp("slow-chat-page")
+    reply = ScriptedReply(content=SLOW_ANSWER, chunk_pause=4.0)
+    with OpenAIServer(script=lambda body: reply, api_key="test-key") as model:
+        env = dev_env(tmp / "home")
+        env.update(
+            KB_AGENT_EMBEDDER="hashing",
+            KB_AGENT_MODEL=model.model,
+            KB_AGENT_BASE_URL=model.base_url,
+            KB_AGENT_API_KEY="test-key",
+            KB_AGENT_LONG_TERM_MEMORY="false",
+            KB_AGENT_REWRITE_QUERY="false",
+            KB_AGENT_API_TOKENS=json.dumps(TOKENS),
+        )
+        srv = DevServer(env=env, log=tmp / "server.log")
+        try:
+            srv.start()
+            yield srv
+        finally:
+            srv.stop()
+
+
+def _run_statuses(server: DevServer, thread_id: str) -> list[str]:
+    runs = httpx.get(f"{server.url}/threads/{thread_id}/runs", headers={"Authorization": "Bearer tok-alice"})
+    return [run["status"] for run in runs.json()]
+
+
+def test_escape_stops_the_answer_and_cancels_the_run(browser: Any, slow_server: DevServer, tmp_path: Path) -> None:
+    tab = Page(browser, slow_server.url, tmp_path)
+    try:
+        page = tab.sign_in("tok-alice")
+        page.fill("textarea[name=question]", "Tell me the long story")
+        page.press("textarea[name=question]", "Enter")
+        page.wait_for_selector("#log .message.ai.streaming")
+        page.press("textarea[name=question]", "Escape")
+        page.wait_for_selector("#send:not([disabled])")
+        assert "Stopped" in page.inner_text("#status") and page.is_hidden("#stop")
+        thread_id = page.evaluate("document.body.dataset.thread")
+        for _ in range(40):
+            if "running" not in (statuses := _run_statuses(slow_server, thread_id)):
+                break
+            page.wait_for_timeout(250)
+        assert statuses and "running" not in statuses and "success" not in statuses, statuses
+        tab.shot("stopped")
+    finally:
+        tab.close()
+
+
+def test_a_server_gone_mid_answer_is_said_and_the_thread_reloads_without_doubles(
+    browser: Any, slow_server: DevServer, tmp_path: Path
+) -> None:
+    tab = Page(browser, slow_server.url, tmp_path)
+    try:
+        page = tab.sign_in("tok-alice")
+        page.click("#new-thread")
+        page.fill("textarea[name=question]", "Tell me another long story")
+        page.press("textarea[name=question]", "Enter")
+        page.wait_for_selector("#log .message.ai.streaming")
+        slow_server.stop()  # the server goes away in the middle of the answer
+        page.wait_for_selector("#status #reload")
+        assert "cut off" in page.inner_text("#status")
+        assert page.locator("#log .message.ai.cut").count() == 1
+        tab.shot("cut")
+        slow_server.start()  # back, on the same port with the same threads
+        page.click("#status #reload")
+        page.wait_for_function("() => !document.querySelector('#log .streaming')")
+        questions = page.locator("#log .message.human", has_text="Tell me another long story")
+        assert questions.count() == 1
+        assert page.locator("#log .message.ai").count() <= 1
+        page.wait_for_function("() => document.getElementById('threads').textContent.includes('another long')")
+        tab.shot("reloaded")
+    finally:
+        tab.close()
+
+
+def test_a_token_that_stops_being_accepted_asks_for_a_new_one_once(tab: Page) -> None:
+    page = tab.sign_in("tok-alice")
+    page.evaluate("sessionStorage.setItem('kb-agent-token', 'revoked-token')")
+    page.click("#new-thread")  # lists the threads with the token that is no longer accepted
+    page.wait_for_selector("#signin:not([hidden])")
+    assert "no longer accepted" in page.inner_text("#signin-note")
+    page.wait_for_timeout(1000)
+    failures = [line for line in tab.console if "401" in line]
+    assert len(failures) <= 1, tab.console  # one refused request, then the page waits for a token: no loop
