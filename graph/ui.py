@@ -122,6 +122,7 @@ async def me(request: Request) -> Response:
             "roles": list(grant.roles),
             "groups": list(settings.group_list),
             "memory": grant.allows("memory:read"),
+            "feedback": grant.allows("feedback:write"),
         }
     )
 
@@ -251,6 +252,7 @@ def feedback_route(ask_server: AskServer) -> Callable[[Request], Awaitable[Respo
     async def feedback(request: Request) -> Response:
         """Rate one answer of one of the caller's threads (read from the thread as the caller)."""
         settings = caller_settings(request)
+        _needs(settings, "feedback:write")
         body = await _body(request)
         rating, message_id, reason = body.get("rating"), body.get("message_id"), body.get("reason")
         if rating not in RATINGS:

@@ -11,6 +11,7 @@ const $ = (id) => document.getElementById(id);
 let threadId = null;
 let running = null; // the AbortController of the run being streamed
 let pendingApproval = null;
+let mayRate = false;
 
 class SignedOut extends Error {}
 
@@ -93,6 +94,7 @@ async function start() {
   $("app").hidden = false;
   $("who").textContent = `${t("signedInAs")} ${me.user}`;
   $("show-memories").hidden = !me.memory;
+  mayRate = Boolean(me.feedback);
   await listThreads();
   $("question").focus();
 }
@@ -173,10 +175,11 @@ function toolLine(callId, name) {
   return line;
 }
 
-function setToolStatus(callId, name, status) {
+function setToolStatus(callId, name, status, detail = "") {
   const line = toolLine(callId, name);
   line.dataset.status = status;
-  line.querySelector(".tool-status").textContent = ` — ${t(status)}`;
+  const why = detail ? `: ${String(detail).replace(/^Error: /, "").slice(0, 300)}` : "";
+  line.querySelector(".tool-status").textContent = ` — ${t(status)}${why}`;
 }
 
 function rateButtons(message) {
@@ -193,20 +196,24 @@ function answerBlock(message, { final = true } = {}) {
   const body = el("div", { class: "text" });
   body.append(withCitations(text));
   const block = el("article", { class: "message ai", "data-id": message.id || "" }, body);
-  if (final && message.id) block.append(rateButtons(message));
+  if (final && message.id && mayRate) block.append(rateButtons(message));
   return block;
 }
 
 function renderMessages(messages) {
   const log = $("log");
   log.replaceChildren();
-  const outcome = {};
-  for (const m of messages) if (m.type === "tool") outcome[m.tool_call_id] = m.status === "error" ? "error" : "done";
+  const outcome = new Map(messages.filter((m) => m.type === "tool").map((m) => [m.tool_call_id, m]));
   for (const m of messages) {
     if (m.type === "human" && typeof m.content === "string") {
       log.append(el("article", { class: "message human" }, el("div", { class: "text", text: m.content })));
     } else if (m.type === "ai") {
-      for (const call of m.tool_calls || []) setToolStatus(call.id, call.name, outcome[call.id] || "approval_requested");
+      for (const call of m.tool_calls || []) {
+        const result = outcome.get(call.id);
+        if (!result) setToolStatus(call.id, call.name, "approval_requested");
+        else if (result.status === "error") setToolStatus(call.id, call.name, "error", typeof result.content === "string" ? result.content : "");
+        else setToolStatus(call.id, call.name, "done");
+      }
       if (typeof m.content === "string" && m.content && !(m.tool_calls || []).length) log.append(answerBlock(m));
     }
   }
@@ -283,7 +290,7 @@ function onEvent(event, data, streamed) {
     block.querySelector(".text").textContent += chunk.content;
     document.body.dataset.streamed = String(Number(document.body.dataset.streamed || 0) + 1);
   } else if (event === "custom" && data?.type === "tool_call" && data.call_id) {
-    setToolStatus(data.call_id, data.tool, data.status);
+    setToolStatus(data.call_id, data.tool, data.status, data.error || data.reason || "");
   } else if (event === "error") {
     say(`${t("failed")}: ${data?.message || data?.error || JSON.stringify(data)}`);
   }

@@ -16,6 +16,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from graph.services import open_knowledge_base
 from nodes.settings import Settings
 from stores.checkpoint import open_checkpointer
+from tests.fixtures.browser import browser  # noqa: F401  (the chat page tests' browser, a fixture)
 
 POSTGRES_URL = os.environ.get("KB_TEST_POSTGRES_URL", "")
 RAG_DOCS = Path(__file__).resolve().parents[1] / "fixtures" / "rag"

@@ -8,7 +8,6 @@ Playwright is missing.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -18,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.fixtures.browser import Page
 from tests.fixtures.openai_server import OpenAIServer, ScriptedReply
 from tests.fixtures.serve import REPO_ROOT, DevServer, dev_env
 
@@ -30,29 +30,6 @@ TOKENS = {
 }
 INJECTION = "Office notice <script>alert('pwned')</script> <img src=x onerror=alert(1)> for the travel desk."
 HR_TEXT = "The L5 salary band is 88,000 CNY per month."
-TIMEOUT_MS = 60_000
-
-
-def _chromium() -> str | None:
-    for name in ("chromium", "chromium-browser"):
-        found = shutil.which(name)
-        if found:
-            return found
-    return None
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    executable = _chromium()
-    if executable is None:
-        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=executable, args=["--no-sandbox"])
-        try:
-            yield launched
-        finally:
-            launched.close()
 
 
 @pytest.fixture(scope="module")
@@ -87,59 +64,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
         yield srv
     finally:
         srv.stop()
-
-
-class Page:
-    """One browser tab on the chat page, with what its console said and any dialog that opened."""
-
-    def __init__(self, browser: Any, url: str, shots: Path, locale: str = "en-US") -> None:
-        self.context = browser.new_context(locale=locale)
-        self.page = self.context.new_page()
-        self.url, self.shots = url, shots
-        self.console: list[str] = []
-        self.dialogs: list[str] = []
-        self.page.on("console", lambda m: self.console.append(f"{m.type}: {m.text}"))
-        self.page.on("pageerror", lambda e: self.console.append(f"pageerror: {e}"))
-        self.page.on("dialog", self._dialog)
-        self.page.set_default_timeout(TIMEOUT_MS)
-
-    def _dialog(self, dialog: Any) -> None:
-        self.dialogs.append(dialog.message)
-        dialog.dismiss()
-
-    def open(self) -> Any:
-        self.page.goto(f"{self.url}/ui/")
-        self.page.wait_for_selector("#signin:not([hidden]), #app:not([hidden])")
-        return self.page
-
-    def sign_in(self, token: str) -> Any:
-        page = self.open()
-        page.fill("input[name=token]", token)
-        page.press("input[name=token]", "Enter")
-        page.wait_for_selector("#app:not([hidden])")
-        return page
-
-    def ask(self, question: str) -> None:
-        """Ask and wait until the run ended and the thread's state replaced what was streamed."""
-        page = self.page
-        answers = page.locator("#log .message.ai:not(.streaming)").count()
-        page.fill("textarea[name=question]", question)
-        page.press("textarea[name=question]", "Enter")
-        page.wait_for_function(
-            "n => document.querySelectorAll('#log .message.ai:not(.streaming)').length > n"
-            " || !document.getElementById('approval').hidden",
-            arg=answers,
-        )
-        page.wait_for_selector("#send:not([disabled])")
-
-    def shot(self, name: str) -> None:
-        self.page.screenshot(path=str(self.shots / f"{name}.png"))
-
-    def errors(self) -> list[str]:
-        return [line for line in self.console if line.startswith(("error", "pageerror"))]
-
-    def close(self) -> None:
-        self.context.close()
 
 
 @pytest.fixture
@@ -321,7 +245,9 @@ def _run_statuses(server: DevServer, thread_id: str) -> list[str]:
     return [run["status"] for run in runs.json()]
 
 
-def test_escape_stops_the_answer_and_cancels_the_run(browser: Any, slow_server: DevServer, tmp_path: Path) -> None:
+def test_escape_stops_the_answer_and_cancels_the_run(
+    browser: Any, slow_server: DevServer, tmp_path: Path
+) -> None:
     tab = Page(browser, slow_server.url, tmp_path)
     try:
         page = tab.sign_in("tok-alice")
@@ -363,7 +289,9 @@ def test_a_server_gone_mid_answer_is_said_and_the_thread_reloads_without_doubles
         questions = page.locator("#log .message.human", has_text="Tell me another long story")
         assert questions.count() == 1
         assert page.locator("#log .message.ai").count() <= 1
-        page.wait_for_function("() => document.getElementById('threads').textContent.includes('another long')")
+        page.wait_for_function(
+            "() => document.getElementById('threads').textContent.includes('another long')"
+        )
         tab.shot("reloaded")
     finally:
         tab.close()

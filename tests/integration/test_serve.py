@@ -19,7 +19,9 @@ import pytest
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
+from tests.fixtures.browser import Page
 from tests.fixtures.serve import (
+    OLD_POLICY,
     REPO_ROOT,
     ServeProcess,
     ingest_old_policy,
@@ -337,3 +339,39 @@ def test_the_edge_holds_on_this_runtime_too(server: ServeProcess, users: dict[st
     assert httpx.get(f"{server.url}/metrics", timeout=30).status_code == 401
     assert httpx.get(f"{server.url}/docs", timeout=30).status_code == 401
     assert httpx.get(f"{server.url}/health", timeout=30).status_code == 200
+
+
+def test_the_chat_page_works_on_this_runtime_too(server: ServeProcess, browser: Any, tmp_path: Path) -> None:
+    """The same page, served by the same edge in front of Aegra: sign in, ask, watch the tool line and the
+    streamed answer, then approve a deletion as an admin."""
+    tab = Page(browser, server.url, tmp_path)
+    try:
+        page = tab.sign_in("tok-alice")
+        tab.ask(CALC_QUESTION)
+        assert page.get_attribute("#log .tool[data-tool=calculator]", "data-status") == "done"
+        assert CALC_ANSWER in page.inner_text("#log .message.ai >> nth=-1")
+        assert int(page.evaluate("document.body.dataset.streamed || '0'")) >= 1
+        assert CALC_QUESTION in page.inner_text("#threads")
+        tab.shot("serve-calculation")
+        assert tab.errors() == [], tab.console
+    finally:
+        tab.close()
+    tab = Page(browser, server.url, tmp_path)
+    try:
+        page = tab.sign_in("tok-root")
+        tab.ask(f"删除文档 {OLD_POLICY}")
+        page.wait_for_selector("#approval:not([hidden])")
+        assert json.loads(page.inner_text("#approval-args")) == {"doc_id": OLD_POLICY}
+        page.fill("#approval-reason", "keep it for the audit")
+        page.click("#reject")
+        page.wait_for_function(
+            "() => document.querySelector('#log .tool[data-tool=delete_document]')?.dataset.status === 'error'"
+        )
+        page.wait_for_selector("#send:not([disabled])")
+        line = page.inner_text("#log .tool[data-tool=delete_document]")
+        assert "rejected" in line and "keep it for the audit" in line, line
+        assert page.is_hidden("#approval")
+        tab.shot("serve-rejected")
+        assert tab.errors() == [], tab.console
+    finally:
+        tab.close()
