@@ -102,6 +102,7 @@ async function start() {
 // ---- threads -----------------------------------------------------------------------------------------
 
 function titleOf(thread) {
+  if (typeof thread.metadata?.title === "string" && thread.metadata.title) return thread.metadata.title;
   const messages = thread.values?.messages || [];
   const first = messages.find((m) => m.type === "human" && typeof m.content === "string");
   return first ? first.content.slice(0, 60) : t("untitled");
@@ -376,7 +377,11 @@ async function ask(event) {
     return;
   }
   try {
-    if (!threadId) setThread((await api("/threads", { method: "POST", body: {} })).thread_id);
+    if (!threadId) {
+      // titled by its first question (not every runtime lists threads with their messages)
+      const thread = await api("/threads", { method: "POST", body: { metadata: { title: question.slice(0, 80) } } });
+      setThread(thread.thread_id);
+    }
     $("question").value = "";
     $("log").append(el("article", { class: "message human" }, el("div", { class: "text", text: question })));
     await stream({ input: { messages: [{ role: "user", content: question }] } });
