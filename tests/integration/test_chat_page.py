@@ -203,8 +203,14 @@ def test_the_interface_speaks_chinese_to_a_chinese_browser(
         tab.close()
 
 
-def test_every_control_has_a_label(tab: Page) -> None:
+def test_every_control_has_a_label_and_the_keyboard_reaches_them(tab: Page) -> None:
     page = tab.sign_in("tok-alice")
+    assert page.evaluate("document.activeElement.name") == "question"  # ready to type after signing in
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.id") == "send"
+    page.keyboard.press("Shift+Tab")
+    page.keyboard.press("Shift+Tab")
+    assert page.evaluate("document.activeElement.id") == "signout"  # the sidebar comes before the chat
     unlabelled = page.evaluate(
         """() => [...document.querySelectorAll('input, textarea, button')]
              .filter(e => !(e.labels?.length || e.getAttribute('aria-label') || e.textContent.trim()))

@@ -184,3 +184,9 @@ def test_memories_answer_for_the_caller_with_the_rights_a_run_needs(threads: Thr
     assert _call(threads, "POST", "/ui/api/pending/1/confirm", "t-alice").status_code == 404
     assert _call(threads, "POST", "/ui/api/pending/x/drop", "t-alice").status_code == 404
     assert _call(threads, "DELETE", "/ui/api/memories/mem_nope", "t-alice").status_code == 404
+
+
+def test_without_tokens_the_page_signs_in_by_itself(threads: Threads, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(server_auth.TOKENS_ENV)  # a developer's server (langgraph dev, serve --insecure-dev)
+    me = _call(threads, "GET", "/ui/api/me").json()
+    assert me["signed_in"] is True and me["user"] == "default"
