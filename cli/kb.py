@@ -37,11 +37,13 @@ def open_knowledge_base(ctx: Settings, *, create: bool = False) -> Any:
 
 RERANKED = "hybrid+rerank"  # eval only: hybrid candidates reordered by the configured reranker
 DECOMPOSED = "hybrid+decompose"  # eval only: the model splits the question, sub-queries fused by RRF
+REWRITTEN = "hybrid+rewrite"  # eval only: the model turns the question into a search query first
+PLANNED = (REWRITTEN, DECOMPOSED)  # the eval modes that ask a model to plan the search
 
 
 def _modes(text: str, *, eval_modes: bool = False) -> list[str]:
     modes = [m.strip() for m in text.split(",") if m.strip()]
-    known = (*MODES, RERANKED, DECOMPOSED) if eval_modes else MODES
+    known = (*MODES, RERANKED, *PLANNED) if eval_modes else MODES
     unknown = [m for m in modes if m not in known]
     if unknown or not modes:
         _fail(f"unknown mode {', '.join(unknown) or '(none)'}: use {', '.join(known)}", 2)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 from rich.table import Table
 
-from cli.kb import DECOMPOSED, RERANKED, _context, _fail, _modes, err, open_knowledge_base, out
+from cli.kb import DECOMPOSED, PLANNED, RERANKED, _context, _fail, _modes, err, open_knowledge_base, out
 from cli.progress import ingest_bar
 from cli.terminal import json_text, shown
 
@@ -111,7 +111,12 @@ def evaluate(
     dataset: Path = typer.Argument(
         ..., help="A BEIR folder (corpus.jsonl, queries.jsonl, qrels/test.tsv) or a JSON test set."
     ),
-    modes: str = typer.Option("bm25,vector,hybrid", "--modes"),
+    modes: str = typer.Option(
+        "bm25,vector,hybrid",
+        "--modes",
+        help="Comma-separated: bm25, vector, hybrid, and with a model hybrid+rewrite, hybrid+decompose, "
+        "hybrid+rerank.",
+    ),
     k: int = typer.Option(10, "--k", min=1, max=1000),
     groups: str | None = typer.Option(
         None, "--groups", "-g", help="Evaluate as a caller with these groups (default KB_AGENT_GROUPS)."
@@ -171,14 +176,16 @@ def evaluate(
     every_group = list(kb.stats().get("groups") or ["public"]) if dataset.is_dir() else list(ctx.group_list)
     calls = [0]  # model (or /rerank endpoint) calls made by the modes that use one
     reranker = _eval_reranker(ctx, calls) if RERANKED in chosen else None
-    planner = _eval_planner(ctx, calls) if DECOMPOSED in chosen else None
-    if DECOMPOSED in chosen and planner is None:
-        chosen.remove(DECOMPOSED)
+    planned = [m for m in chosen if m in PLANNED]
+    planner = _eval_planner(ctx, calls) if planned else None
+    if planned and planner is None:
+        chosen = [m for m in chosen if m not in PLANNED]
         problems.append(
-            f"{DECOMPOSED} skipped: the offline model does not decompose questions (configure an endpoint)"
+            f"{', '.join(planned)} skipped: the offline model does not rewrite or decompose questions "
+            "(configure an endpoint)"
         )
         if not chosen:
-            _fail(f"nothing to evaluate: {DECOMPOSED} needs a model endpoint", 2)
+            _fail(f"nothing to evaluate: {', '.join(planned)} needs a model endpoint", 2)
 
     def search_ids(mode: str, text: str, limit: int) -> list[tuple[str, float]]:
         best: dict[str, float] = {}
@@ -190,9 +197,10 @@ def evaluate(
             reranked = cut_below(reranker.rerank(text, pool, limit * 3), ctx.rerank_min_score)
             hits = [(p["id"], float(p.get("score", 0.0))) for p in reranked]
             ranked = [(cid, float(len(hits) - i)) for i, (cid, _) in enumerate(hits)]  # the reranker's order
-        elif mode == DECOMPOSED:
+        elif mode in PLANNED:
             assert planner is not None
-            ranked = planner(text, lambda query: kb.search(query, groups=every_group, top_k=limit * 3))
+            search = lambda query: kb.search(query, groups=every_group, top_k=limit * 3)  # noqa: E731
+            ranked = planner(text, search, decompose=mode == DECOMPOSED)
         else:
             ranked = kb.search_ids(text, groups=every_group, k=limit * 3, mode=mode)
         for chunk_id, score in ranked:
@@ -256,7 +264,8 @@ def _cell(value: Any) -> str:
 
 
 def _eval_planner(ctx: Settings, calls: list[int]) -> Any:
-    """Decompose-then-fuse search for ``hybrid+decompose``, counting model calls; None offline."""
+    """Planned search, counting model calls; None offline: ``hybrid+rewrite`` searches the model's search
+    query for the question, ``hybrid+decompose`` its sub-queries fused by RRF."""
     from models import follows_instructions, get_chat_model
     from nodes.query_planning import plan_queries, retrieve_planned
 
@@ -264,8 +273,9 @@ def _eval_planner(ctx: Settings, calls: list[int]) -> Any:
     if not follows_instructions(model):
         return None
 
-    def ranked(text: str, search: Any) -> list[tuple[str, float]]:
-        plan = plan_queries(text, [], model, rewrite=False, decompose=True, timeout=ctx.model_timeout)
+    def ranked(text: str, search: Any, *, decompose: bool) -> list[tuple[str, float]]:
+        options = {"rewrite_alone": not decompose, "decompose": decompose, "timeout": ctx.model_timeout}
+        plan = plan_queries(text, [], model, rewrite=not decompose, **options)
         calls[0] += plan.model_calls
         fused = retrieve_planned(plan, search, rrf_k=ctx.rrf_k, top_k=ctx.candidates)
         return [(p["id"], float(p.get("score", 0.0))) for p in fused]

@@ -64,9 +64,7 @@ def _recent_turns(question: str, history: Sequence[BaseMessage]) -> list[BaseMes
     turns = [
         m
         for m in history
-        if isinstance(m, HumanMessage | AIMessage)
-        and not getattr(m, "tool_calls", None)
-        and m.text.strip()
+        if isinstance(m, HumanMessage | AIMessage) and not getattr(m, "tool_calls", None) and m.text.strip()
     ]
     if turns and isinstance(turns[-1], HumanMessage) and turns[-1].text.strip() == question.strip():
         turns = turns[:-1]  # callers often pass the state's messages, which end with the question itself
@@ -103,14 +101,19 @@ def _clean(query: Any) -> str:
     return " ".join(query.split()) if isinstance(query, str) else ""
 
 
-def _rewrite(question: str, turns: list[BaseMessage], model: BaseChatModel, lang: str, timeout: float) -> Planning:
+def _rewrite(
+    question: str, turns: list[BaseMessage], model: BaseChatModel, lang: str, timeout: float
+) -> Planning:
     roles = ROLE[lang]
     history = "\n".join(
         f"{roles['human'] if isinstance(m, HumanMessage) else roles['ai']}: {m.text.strip()[:HISTORY_CHARS]}"
         for m in turns
     )
     parsed = yield from _ask(
-        model, prompts.REWRITE_PROMPT[lang], REWRITE_INPUT[lang].format(history=history, question=question), timeout
+        model,
+        prompts.REWRITE_PROMPT[lang],
+        REWRITE_INPUT[lang].format(history=history, question=question),
+        timeout,
     )
     if "query" not in parsed or not isinstance(parsed["query"], str):
         raise _Fallback("malformed", "no 'query' string")
@@ -122,26 +125,47 @@ def _rewrite(question: str, turns: list[BaseMessage], model: BaseChatModel, lang
     return query
 
 
+def _same_query(text: str) -> str:
+    """What a query asks, for telling repeats apart: case, spacing and punctuation do not count."""
+    return "".join(ch for ch in text.casefold() if ch.isalnum())
+
+
+def screen_sub_queries(question: str, raw: Sequence[Any], limit: int) -> list[str]:
+    """The model's sub-queries worth a search each, in the model's order: cleaned and cut to length, without
+    blanks, without repeats of one another and without the question itself (which a decomposition exists
+    to go beyond). When nothing else is left the question is searched alone."""
+    queries: list[str] = []
+    seen = {_same_query(question)}
+    for item in raw:
+        sub = _clean(item)[:MAX_QUERY_CHARS]
+        key = _same_query(sub)
+        if key and key not in seen:
+            seen.add(key)
+            queries.append(sub)
+    if not queries and any(_same_query(_clean(item)) == _same_query(question) for item in raw):
+        return [question]  # the model judged the question to need no split
+    return queries[:limit]
+
+
 def _decompose(query: str, model: BaseChatModel, lang: str, limit: int, timeout: float) -> Planning:
     parsed = yield from _ask(
-        model, prompts.DECOMPOSE_PROMPT[lang].format(n=limit), DECOMPOSE_INPUT[lang].format(question=query), timeout
+        model,
+        prompts.DECOMPOSE_PROMPT[lang].format(n=limit),
+        DECOMPOSE_INPUT[lang].format(question=query),
+        timeout,
     )
     raw = parsed.get("queries")
     if not isinstance(raw, list):
         raise _Fallback("malformed", "no 'queries' list")
-    queries: list[str] = []
-    seen: set[str] = set()
-    for item in raw:
-        sub = _clean(item)[:MAX_QUERY_CHARS]
-        if sub and sub.casefold() not in seen:
-            seen.add(sub.casefold())
-            queries.append(sub)
+    queries = screen_sub_queries(query, raw, limit)
     if not queries:
         raise _Fallback("empty", "no usable sub-queries")
-    return queries[:limit]
+    return queries
 
 
-def plan_queries(question: str, history: Sequence[BaseMessage], model: BaseChatModel | None, **options: Any) -> QueryPlan:
+def plan_queries(
+    question: str, history: Sequence[BaseMessage], model: BaseChatModel | None, **options: Any
+) -> QueryPlan:
     """Plan the searches for ``question`` with blocking model calls (see :func:`planned_queries`)."""
     return run_steps(planned_queries(question, history, model, **options))
 
@@ -155,10 +179,14 @@ def planned_queries(
     decompose: bool = False,
     max_sub_queries: int = 4,
     timeout: float = 20.0,
+    rewrite_alone: bool = False,
 ) -> Planning:
     """Plan the searches for ``question``: never raises, at worst searches for the question itself.
 
-    A generator of its model calls, for a node body to ``yield from``; :func:`plan_queries` runs it blocking.
+    The rewrite runs when there are earlier turns to resolve the question against, or with ``rewrite_alone``
+    also for a question on its own (the evaluation's ``hybrid+rewrite``: a search query in place of the
+    question). A generator of its model calls, for a node body to ``yield from``; :func:`plan_queries` runs
+    it blocking.
     """
     question = question.strip()
     if not follows_instructions(model) or not question:
@@ -168,7 +196,7 @@ def planned_queries(
     fallbacks: list[str] = []
     standalone = question
     turns = _recent_turns(question, history) if rewrite else []
-    if turns:
+    if turns or rewrite_alone:
         calls += 1
         try:
             standalone = yield from _rewrite(question, turns, model, lang, timeout)
@@ -196,8 +224,10 @@ def retrieve_planned(
 ) -> list[Passage]:
     """Search every sub-query in parallel and fuse the lists by RRF, deduped by passage id.
 
-    One sub-query needs no fusion: its passages come back as the search ranked and scored them. A
-    sub-query whose search fails is logged and skipped; if all fail, the first error is raised.
+    The order is stated: by fused score; a tie goes to the passage the earlier sub-query found (the plan's
+    order is the model's), then to the better rank in that sub-query's list. One sub-query needs no fusion:
+    its passages come back as the search ranked and scored them. A sub-query whose search fails is logged
+    and skipped; if all fail, the first error is raised.
     """
     queries = plan.sub_queries or [plan.standalone]
     if len(queries) == 1:
@@ -227,8 +257,13 @@ def retrieve_planned(
             retrievers.setdefault(p["id"], {}).update(dict.fromkeys(p.get("retrievers", [])))
     # keyed by position: two identical sub-queries are still two rankings
     rankings = {str(i): [p["id"] for p in passages] for i, passages in enumerate(results)}
+
+    def first_found(pid: str, found_by: list[str]) -> tuple[int, int]:
+        return int(found_by[0]), rankings[found_by[0]].index(pid)  # found_by follows the plan's order
+
+    ordered = sorted(rrf(rankings, k=rrf_k), key=lambda item: (-item[1], first_found(item[0], item[2])))
     fused: list[Passage] = []
-    for pid, score, found_by in rrf(rankings, k=rrf_k)[:top_k]:
+    for pid, score, found_by in ordered[:top_k]:
         p = best[pid]
         found = list(dict.fromkeys(queries[int(i)] for i in found_by))
         metadata = {**(p.get("metadata") or {}), "sub_queries": found}

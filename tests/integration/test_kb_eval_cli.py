@@ -154,6 +154,29 @@ def test_decompose_mode_is_skipped_offline_and_counts_its_calls_with_an_endpoint
     assert row["model_calls"] == 1 and row["mrr"] == 1.0
 
 
+def test_rewrite_mode_searches_the_models_query_beside_the_question(
+    kb_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.fixtures.openai_server import OpenAIServer, ScriptedReply
+
+    testset = _testset(
+        tmp_path / "set.json", [{"question": "那个先检索再生成的方法", "relevant_chunk_ids": ["rag.md#0"]}]
+    )
+    offline = CliRunner().invoke(app, ["eval", str(testset), "--modes", "bm25,hybrid+rewrite", "--json"])
+    assert offline.exit_code == 0 and "hybrid+rewrite skipped" in offline.output
+    reply = ScriptedReply(content=json.dumps({"query": "RAG 检索增强生成"}, ensure_ascii=False))
+    with OpenAIServer([reply]) as server:
+        monkeypatch.setenv("KB_AGENT_BASE_URL", server.base_url)
+        monkeypatch.setenv("KB_AGENT_API_KEY", server.api_key)
+        monkeypatch.setenv("KB_AGENT_MODEL", server.model)
+        online = CliRunner().invoke(app, ["eval", str(testset), "--modes", "hybrid+rewrite", "--json"])
+        asked = server.requests
+    assert online.exit_code == 0, online.output
+    row = json.loads(online.stdout[online.stdout.index("{") :])["hybrid+rewrite"]
+    assert row["model_calls"] == 1 and row["mrr"] == 1.0
+    assert "那个先检索再生成的方法" in json.dumps(asked[0], ensure_ascii=False)
+
+
 def test_answers_checks_citations_and_skips_the_judge_offline(kb_home: Path, tmp_path: Path) -> None:
     testset = _testset(
         tmp_path / "set.json", [{"question": "什么是 RAG？", "relevant_chunk_ids": ["rag.md#0"]}]

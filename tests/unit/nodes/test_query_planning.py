@@ -6,6 +6,7 @@ import asyncio
 import json
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -13,7 +14,13 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from models import ScriptedChatModel, tool_call
 from models.offline import OfflineChatModel
 from nodes.node_io import arun_steps
-from nodes.query_planning import QueryPlan, plan_queries, planned_queries, retrieve_planned
+from nodes.query_planning import (
+    QueryPlan,
+    plan_queries,
+    planned_queries,
+    retrieve_planned,
+    screen_sub_queries,
+)
 from stores.base import Passage
 
 CHROMA_TURN: list[BaseMessage] = [
@@ -33,7 +40,10 @@ def release() -> Iterator[threading.Event]:
 
 def test_awaited_planning_gives_the_blocking_plan_and_times_out_the_same() -> None:
     """Under ainvoke the rewrite and decomposition calls are awaited (nodes/node_io.py drives them)."""
-    replies = ['{"query": "Chroma 服务器的默认端口是多少？"}', '{"queries": ["Chroma 默认端口", "Chroma 服务器"]}']
+    replies = [
+        '{"query": "Chroma 服务器的默认端口是多少？"}',
+        '{"queries": ["Chroma 默认端口", "Chroma 服务器"]}',
+    ]
     blocking = plan_queries(FOLLOW_UP, CHROMA_TURN, ScriptedChatModel(replies), decompose=True)
     steps = planned_queries(FOLLOW_UP, CHROMA_TURN, ScriptedChatModel(replies), decompose=True)
     assert asyncio.run(arun_steps(steps)) == blocking
@@ -151,6 +161,34 @@ def test_decomposition_is_deduped_capped_and_cleaned() -> None:
     assert long.sub_queries == ["y" * 300]
 
 
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        (["What is RAG?", "what is rag", "RAG retrieval", "rag  RETRIEVAL!"], ["RAG retrieval"]),
+        (["  What is RAG ?", "WHAT IS RAG"], ["What is RAG?"]),  # only the question: searched alone
+        (["", "   ", 3], []),
+        (
+            ["检索增强生成是什么？", "检索增强生成 是什么", "RAG 的检索步骤", "RAG的检索步骤。"],
+            ["RAG 的检索步骤"],
+        ),
+    ],
+)
+def test_sub_queries_that_repeat_the_question_or_each_other_are_dropped(
+    raw: list[Any], expected: list[str]
+) -> None:
+    question = "检索增强生成是什么？" if isinstance(raw[0], str) and "检索" in raw[0] else "What is RAG?"
+    assert screen_sub_queries(question, raw, 4) == expected
+
+
+def test_a_question_alone_is_rewritten_into_a_search_query_when_asked() -> None:
+    model = ScriptedChatModel(['{"query": "RAG retrieval augmented generation"}'])
+    plan = plan_queries("that retrieve-then-generate method", [], model, rewrite_alone=True)
+    assert plan.standalone == "RAG retrieval augmented generation" and plan.model_calls == 1
+    assert plan.sub_queries == ["RAG retrieval augmented generation"]
+    untouched = plan_queries("that retrieve-then-generate method", [], ScriptedChatModel([]))
+    assert untouched.model_calls == 0  # without history and without asking, no rewrite
+
+
 def test_rewrite_then_decompose_splits_the_standalone_query() -> None:
     model = ScriptedChatModel(
         [
@@ -185,6 +223,18 @@ def test_retrieve_planned_fuses_sub_query_rankings_by_rrf() -> None:
     assert fused[1]["score"] == pytest.approx(1 / 61 + 1 / 62)
     assert fused[0]["retrievers"] == ["bm25", "vector"]
     assert fused[0]["metadata"]["sub_queries"] == ["a", "b", "c"]
+
+
+def test_fused_ties_go_to_the_earlier_sub_querys_find() -> None:
+    lists = {"first": ["zeta", "alpha"], "second": ["alpha", "zeta"]}  # the same two, mirrored: equal scores
+    plan = QueryPlan("q", "q", ["first", "second"], 0, [])
+    fused = retrieve_planned(plan, lambda q: [_passage(p) for p in lists[q]], top_k=2)
+    assert [p["id"] for p in fused] == ["zeta", "alpha"]  # zeta: the first sub-query's best, not the id order
+    flipped = QueryPlan("q", "q", ["second", "first"], 0, [])
+    assert [p["id"] for p in retrieve_planned(flipped, lambda q: [_passage(p) for p in lists[q]])] == [
+        "alpha",
+        "zeta",
+    ]
 
 
 def test_retrieve_planned_searches_sub_queries_concurrently() -> None:
