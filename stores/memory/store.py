@@ -2,7 +2,8 @@
 
 Every read and write names the user at the storage layer: reads are a Chroma ``where`` on ``user_id``
 (never a filter applied after the fact), writes and deletes look the record up by ``user_id`` AND id and
-delete with both, under a per-user lock so one user's writes are serialised. Recall is hybrid: the
+delete with both, under a per-user lock so one user's writes are serialised. The one read across users is
+the sweep of expired memories (on first use, then hourly), and each of its deletes names the user again. Recall is hybrid: the
 jieba keyword overlap, with each shared term weighted by its rarity among the user's memories
 (BM25's IDF), and the vector similarity, fused by a weighted sum of normalised scores, ties to the newer.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -40,6 +42,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("kb_agent.memory")
 COLLECTION = "memories"
 RECENT_USER_MESSAGES = 3  # the latest one is what the rules judge; earlier ones are context
+SWEEP_EVERY = 3600.0  # seconds between one process's sweeps of expired memories (the first on first use)
+
+
 def utcnow() -> datetime:
     return datetime.now(UTC)
 
@@ -103,6 +108,8 @@ class ChromaMemoryStore:
         self.clock = clock
         self._locks: dict[str, threading.RLock] = {}
         self._locks_guard = threading.Lock()
+        self._swept_at: float | None = None
+        self._sweeping = threading.Lock()
 
     @property
     def _collection(self) -> Collection:
@@ -196,6 +203,7 @@ class ChromaMemoryStore:
         self, user_id: str, *, include_expired: bool = False, limit: int | None = None
     ) -> list[MemoryRecord]:
         """This user's memories, newest first."""
+        self._sweep_if_due()
         where = self._owned(user_id) if include_expired else self._live(user_id)
         rows = sorted(self._rows(where=where), key=lambda row: (-row[1], row[0]["id"]))
         return [record for record, _ in rows[:limit]]
@@ -211,6 +219,7 @@ class ChromaMemoryStore:
 
     def recall(self, user_id: str, query: str, top_k: int = 5) -> list[MemoryRecord]:
         """This user's live memories most relevant to ``query``: keyword + vector fused, ties to the newer."""
+        self._sweep_if_due()
         rows = self._rows(where=self._live(user_id))
         if not rows or top_k <= 0:
             return []
@@ -269,6 +278,7 @@ class ChromaMemoryStore:
         if memory_type not in MEMORY_TYPES:
             raise ValueError(f"memory type must be one of {', '.join(MEMORY_TYPES)}, got {memory_type!r}")
         content = content.strip()
+        self._sweep_if_due()
         with self.lock(user_id):
             now = self.clock()
             expires = self._expiry(memory_type, now, expires_at)
@@ -320,6 +330,51 @@ class ChromaMemoryStore:
                 return None
             self._collection.delete(ids=[memory_id], where=self._owned(user_id))
             return old
+
+    def _sweep_if_due(self) -> None:
+        """Purge every user's expired memories on this store's first use, then every ``SWEEP_EVERY`` seconds:
+        reads already skip them, and this keeps them from being stored for ever. Never fails the read."""
+        now = time.monotonic()
+        if self._swept_at is not None and now - self._swept_at < SWEEP_EVERY:
+            return
+        if self._nothing_stored():
+            self._swept_at = now  # nothing stored, nothing expired
+            return
+        if not self._sweeping.acquire(blocking=False):
+            return
+        try:
+            self._swept_at = now
+            purged = self.purge_all_expired()
+            if purged:
+                log.info("purged %d expired memories", purged)
+        except Exception as exc:  # the next sweep tries again; the read goes on
+            log.warning("could not purge expired memories: %s", exc)
+        finally:
+            self._sweeping.release()
+
+    def purge_all_expired(self) -> int:
+        """Delete every user's expired memories, each recorded in its user's audit history; returns how many.
+        A delete names the user and re-checks the expiry, so a memory renewed meanwhile stays."""
+        now = self.clock().timestamp()
+        expired = [{"expires_ts": {"$gt": 0.0}}, {"expires_ts": {"$lte": now}}]
+        got = self._collection.get(where={"$and": expired}, include=["documents", "metadatas"])
+        for found, document, meta in zip(
+            got["ids"], got["documents"] or [], got["metadatas"] or [], strict=False
+        ):
+            record = self._record(found, document, meta)
+            self._collection.delete(ids=[found], where={"$and": [self._owned(record["user_id"]), *expired]})
+            entry = AuditEntry(
+                user_id=record["user_id"],
+                action="EXPIRE",
+                status="applied",
+                source="expiry",
+                memory_id=found,
+                memory_type=record["memory_type"],
+                old_content=record["content"],
+                reason=f"expired at {record['expires_at']}",
+            )
+            self.audit.record(entry)
+        return len(got["ids"])
 
     def purge_expired(self, user_id: str) -> int:
         """Delete this user's expired memories (recall already ignores them); returns how many."""

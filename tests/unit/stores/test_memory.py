@@ -208,11 +208,43 @@ def test_expired_memories_are_not_recalled_listed_or_shown_to_extraction(
     past, _ = store.add("alice", "semantic", "用户在杭州实习", expires_at=clock.now - timedelta(days=1))
     assert old["expires_at"] and kept["expires_at"] is None
     clock.now += timedelta(days=31)
+    assert [m["id"] for m in store.snapshot("alice", "杭州")] == [kept["id"]]
+    assert len(store.list("alice", include_expired=True)) == 3  # this process swept when it was first used
     assert [m["id"] for m in store.recall("alice", "杭州")] == [kept["id"]]
     assert [m["id"] for m in store.list("alice")] == [kept["id"]]
-    assert len(store.list("alice", include_expired=True)) == 3
-    assert [m["id"] for m in store.snapshot("alice", "杭州")] == [kept["id"]]
     assert store.purge_expired("alice") == 2 and store.get("alice", past["id"]) is None
+
+
+def test_expired_memories_are_purged_for_every_user_on_first_use_and_audited(
+    tmp_path: Path, clock: Clock
+) -> None:
+    writer = ChromaMemoryStore(tmp_path, embedder=HashingEmbedder(), clock=clock, ttl_days={"episodic": 30})
+    gone, _ = writer.add("alice", "episodic", "用户上周问过两次退款政策")
+    bobs, _ = writer.add("bob", "episodic", "The user asked about parking twice this week")
+    kept, _ = writer.add("bob", "semantic", "The user prefers short answers")
+    clock.now += timedelta(days=31)
+    opened = ChromaMemoryStore(tmp_path, embedder=HashingEmbedder(), clock=clock, ttl_days={"episodic": 30})
+    assert [m["id"] for m in opened.list("bob")] == [kept["id"]]  # the first use sweeps every user
+    assert opened.get("alice", gone["id"]) is None and opened.get("bob", bobs["id"]) is None
+    assert [m["id"] for m in opened.list("bob", include_expired=True)] == [kept["id"]]
+    (entry,) = opened.audit.list(user_id="alice", status="applied", limit=10)[:1]
+    assert entry.action == "EXPIRE" and entry.source == "expiry" and entry.old_content == gone["content"]
+    assert [e.memory_id for e in opened.audit.list(user_id="bob", limit=10) if e.action == "EXPIRE"] == [
+        bobs["id"]
+    ]
+
+
+def test_a_failing_sweep_never_fails_the_read(
+    tmp_path: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = ChromaMemoryStore(tmp_path, embedder=HashingEmbedder(), clock=clock)
+    kept, _ = store.add("alice", "semantic", "用户喜欢龙井茶")
+
+    def broken() -> int:
+        raise OSError("disk went away")
+
+    monkeypatch.setattr(store, "purge_all_expired", broken)
+    assert [m["id"] for m in store.list("alice")] == [kept["id"]]
 
 
 def test_update_keeps_id_type_creation_time_and_source(store: ChromaMemoryStore) -> None:
@@ -398,7 +430,9 @@ def test_a_failed_extraction_is_audited_and_raised(tmp_path: Path, clock: Clock)
     assert "did not answer within 60 s" in (failed[0].reason or "")
 
 
-def test_episodic_memories_expire_after_30_days_by_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_episodic_memories_expire_after_30_days_by_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from graph.services import memory_store
     from nodes.settings import Settings
 
