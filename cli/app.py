@@ -409,13 +409,21 @@ def refuse_undecodable(args: list[str]) -> None:
 
 
 def _interrupt(signum: int, _frame: Any) -> None:
+    from models.stopping import stop_waiting
+
+    stop_waiting()  # a model call in a worker thread gives up too, so the turn unwinds now
     raise KeyboardInterrupt(f"signal {signum}")
 
 
 def main() -> None:
     refuse_undecodable(sys.argv[1:])
-    # SIGTERM (a service manager, ``kill``) ends a turn the way Ctrl-C does: rolled back, never half saved.
+    # SIGTERM (a service manager, ``kill``) and Ctrl-C end a turn at once: rolled back, never half saved,
+    # without waiting for a model call in flight (it runs in a thread the process no longer waits for).
     signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, _interrupt)
+    from models.stopping import make_interruptible
+
+    make_interruptible()
     try:
         app()
     except Exception as exc:  # not ``except fatal_errors()``: that would be resolved for every SystemExit

@@ -2,7 +2,9 @@
 extraction share.
 
 A hung blocking HTTP call cannot be cancelled, so it runs in a daemon thread that at least never blocks
-interpreter exit; the caller stops waiting after the deadline. An awaited call is simply cancelled.
+interpreter exit; the caller stops waiting after the deadline, or at once when the process is being
+stopped (:func:`stop_waiting`: Ctrl-C or SIGTERM in the command line, whose turn then rolls back instead of
+waiting for a model that may take minutes). An awaited call is simply cancelled.
 """
 
 from __future__ import annotations
@@ -10,11 +12,16 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
+
+from models.stopping import POLL_SECONDS, interruptible, stop_waiting, stopping
+
+__all__ = ["ModelTimeout", "call_with_deadline", "interruptible", "stop_waiting", "stopping"]
 
 T = TypeVar("T")
 
@@ -43,9 +50,15 @@ def call_with_deadline(
         finally:
             done.set()
 
+    if stopping():
+        raise KeyboardInterrupt("the process is stopping")
     threading.Thread(target=work, name="kb-agent-model-call", daemon=True).start()
-    if not done.wait(seconds):
-        raise ModelTimeout(f"{what} did not answer within {seconds:g} s")
+    deadline = time.monotonic() + seconds
+    while not done.wait(max(0.0, min(POLL_SECONDS, deadline - time.monotonic()))):
+        if stopping():
+            raise KeyboardInterrupt(f"the process is stopping: {what} was left unanswered")
+        if time.monotonic() >= deadline:
+            raise ModelTimeout(f"{what} did not answer within {seconds:g} s")
     if "error" in box:
         raise box["error"]
     return box["value"]

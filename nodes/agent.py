@@ -19,7 +19,7 @@ from langchain_core.runnables import Runnable
 from langgraph.runtime import Runtime
 
 from models import ChatModelFactory, get_chat_model
-from models.deadline import ModelTimeout, await_with_deadline, call_with_deadline
+from models.deadline import ModelTimeout, await_with_deadline, call_with_deadline, interruptible
 from models.errors import ModelError, describe_model_error
 from models.local import LocalChatModel
 from models.tokens import calibration, count_message_tokens, count_tool_tokens, estimate_tokens
@@ -198,11 +198,12 @@ def model_call(
     """The model request, cut off when the turn's wall time (``seconds`` left) runs out.
 
     Awaited, the HTTP call is cancelled. Blocking, a watchdog thread is only started when the client's own
-    timeout could outlast the turn: most calls pay nothing extra.
+    timeout could outlast the turn or the process may be stopped by a signal (the command line, whose
+    Ctrl-C then rolls the turn back at once): a library or server call pays nothing extra.
     """
 
     def blocking() -> Any:
-        if own_bound(chat) <= seconds:
+        if own_bound(chat) <= seconds and not interruptible():
             return bound.invoke(request)
         try:
             return call_with_deadline(lambda: bound.invoke(request), seconds, what="the model")

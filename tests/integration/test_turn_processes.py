@@ -51,7 +51,7 @@ def _settings(env: dict[str, str]) -> Settings:
     )
 
 
-def _start(env: dict[str, str], *args: str, delay: float = 0.0, **extra: str) -> subprocess.Popen[str]:
+def _start(env: dict[str, str], *args: str, delay: float | str = 0.0, **extra: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "tests.fixtures.slow_cli", *args],
         cwd=ROOT,
@@ -144,11 +144,14 @@ def test_sigterm_in_the_middle_of_ask_rolls_the_turn_back_like_ctrl_c(backend: d
     thread = f"term-{uuid.uuid4().hex[:8]}"
     _ask_to_the_end(backend, "计算 2 + 3", thread)
     for step in (1, 2):  # in the first model call, and after the tool round (before the final answer)
-        proc = _start(backend, "ask", "计算 11 × 11", "-t", thread, delay=30)
+        proc = _start(backend, "ask", "计算 11 × 11", "-t", thread, delay="30" if step == 1 else "0,30")
         for _ in range(step):
             _wait_for_step(proc)
+        signalled = time.monotonic()
         proc.send_signal(signal.SIGTERM)
-        proc.communicate(timeout=60)  # it exits long before its model would have answered
+        proc.communicate(timeout=60)
+        # it stops waiting for its model at once (the model would answer 30 s later)
+        assert time.monotonic() - signalled < 15, "the process waited for its model after SIGTERM"
         assert proc.returncode != 0
         assert proc.returncode != -signal.SIGTERM, "SIGTERM killed the process without rolling back"
         assert [q for q, _ in _thread(backend, thread)] == ["计算 2 + 3"]
