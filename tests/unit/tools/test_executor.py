@@ -282,16 +282,21 @@ def test_per_spec_timeout_overrides_a_shorter_executor_default() -> None:
     assert "timed out after 0.05 s" in outcomes[1].content
 
 
-def test_abandoned_thread_finishing_after_the_run_does_not_raise() -> None:
+def test_abandoned_thread_finishing_after_the_run_does_not_raise(monkeypatch: pytest.MonkeyPatch) -> None:
     """The daemon thread settles into a loop that asyncio.run has already closed; that must stay silent."""
+    from tools import workers
+
+    monkeypatch.setattr(workers, "_workers", workers.DaemonWorkers(idle_seconds=0.2))  # idle threads leave soon
     finished = threading.Event()
     let_go = threading.Event()
+    ran_on: list[threading.Thread] = []
     errors: list[BaseException] = []
     old_hook = threading.excepthook
     threading.excepthook = lambda args: errors.append(args.exc_value)  # type: ignore[assignment]
     try:
 
         def late() -> str:
+            ran_on.append(threading.current_thread())
             let_go.wait(HANG)
             finished.set()
             return "late"
@@ -301,9 +306,8 @@ def test_abandoned_thread_finishing_after_the_run_does_not_raise() -> None:
         assert outcome.status == "error"
         let_go.set()
         assert finished.wait(5.0)
-        for thread in threading.enumerate():  # let it reach call_soon_threadsafe on the closed loop
-            if thread.name == "kb-agent-tool":
-                thread.join(5.0)
+        ran_on[0].join(5.0)  # past call_soon_threadsafe on the closed loop, then idle, then gone
+        assert not ran_on[0].is_alive()
     finally:
         let_go.set()
         threading.excepthook = old_hook
