@@ -52,13 +52,16 @@ _CORRECTION = re.compile(
     r"\bactually\b|\bin fact\b|\bcorrection\b|\bno longer\b|\banymore\b|\binstead\b|\brather than\b",
     re.I,
 )
-_GENERIC_WORDS = "用户 我 不 喜欢 偏好 习惯 讨厌 要求 提到 the user prefer like love dislike hate don't not mention ask"
+_GENERIC_WORDS = (
+    "用户 我 不 喜欢 偏好 习惯 讨厌 要求 提到 the user prefer like love dislike hate don't not mention ask"
+)
 
 
 @functools.cache
 def _generic_terms() -> frozenset[str]:
     """Words every preference shares; tokenised on first use (the segmenter's dictionary loads in ~0.8 s)."""
     return frozenset(tokenize(_GENERIC_WORDS))
+
 
 _ZH_RULE = re.compile(r"^(?:以后|今后|每次|回答|总是|不要|别|请|务必)")
 _EN_RULE = re.compile(r"^(?:always|never|please|answer|reply|respond|use|don't|do not|from now on)\b", re.I)
@@ -95,17 +98,39 @@ def _third_person_zh(body: str) -> tuple[str, str]:
     return "semantic", f"用户提到：{body}"
 
 
+# Verbs a third-person subject leaves as they are: modals, and past forms (regular ones end in -ed).
+_UNCHANGED_WORDS = (
+    "can could will would shall should may might must did had was ought "
+    "went got made took came saw said knew thought bought brought left felt kept lost met paid sent spent "
+    "told wrote ran began became found gave heard held sold stood understood grew drew drove flew forgot "
+    "taught caught fought sat slept spoke swam threw won wore chose ate drank broke fell rode sang"
+)
+_UNCHANGED = frozenset(_UNCHANGED_WORDS.split())
+_ED_PRESENT_WORDS = "need feed bleed breed speed proceed succeed exceed heed embed shred wed"
+_ED_PRESENT = frozenset(_ED_PRESENT_WORDS.split())  # present-tense verbs that happen to end in -ed
+
+
 def _verb_s(verb: str) -> str:
+    """The verb after "the user" for the verb after "I": has, was, goes, watches, studies; a past form or
+    a modal unchanged (moved, went, can)."""
     verb = verb.lower()
     if verb == "have":
         return "has"
-    return verb + ("es" if verb.endswith(("s", "sh", "ch", "x", "o")) else "s")
+    if verb in ("were", "am"):
+        return "was" if verb == "were" else "is"
+    if verb in _UNCHANGED or (verb.endswith("ed") and verb not in _ED_PRESENT):
+        return verb
+    if len(verb) > 2 and verb.endswith("y") and verb[-2] not in "aeiou":
+        return verb[:-1] + "ies"
+    return verb + ("es" if verb.endswith(("s", "sh", "ch", "x", "o", "z")) else "s")
 
 
 def _third_person_en(body: str) -> tuple[str, str]:
     b = body.strip()
     first = [
         (r"^i\s+am\b|^i'm\b", lambda m: "the user is"),
+        (r"^i've\b", lambda m: "the user has"),
+        (r"^i'll\b", lambda m: "the user will"),
         (r"^i\s+(?:don't|do\s+not)\s+", lambda m: "the user doesn't "),
         (r"^i\s*(?:'d|would)\s+(?:rather|prefer\s+to)\b", lambda m: "the user would rather"),
         (r"^i\s*(?:'d|would)\s+like\b", lambda m: "the user would like"),

@@ -440,6 +440,8 @@ def test_a_request_to_delete_all_names_every_memory(text: str) -> None:
         ("对了，我在吃降压药", "用户在吃降压药"),
         ("I'm allergic to peanuts", "The user is allergic to peanuts"),
         ("my salary is 30k a month", "The user's salary is 30k a month"),
+        ("I was diagnosed with diabetes", "The user was diagnosed with diabetes"),
+        ("I have a mortgage of 2 million", "The user has a mortgage of 2 million"),
     ],
 )
 def test_an_unasked_fact_that_needs_confirmation_is_proposed(text: str, content: str) -> None:
@@ -498,3 +500,28 @@ def test_sentences_that_only_start_like_a_preference_are_not_one(text: str) -> N
     from stores.memory.rules import ExtractionRequest
 
     assert OfflineExtractor()(ExtractionRequest("u", text, (), ()))["operations"] == []  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("text", "content"),
+    [
+        ("remember that I was born in Harbin", "The user was born in Harbin"),
+        ("remember that I were a teacher", "The user was a teacher"),
+        ("remember I moved to Shenzhen last month", "The user moved to Shenzhen last month"),
+        ("remember I went to Kyoto in 2019", "The user went to Kyoto in 2019"),
+        ("remember that I study Japanese", "The user studies Japanese"),
+        ("remember that I play the piano", "The user plays the piano"),
+        ("remember that I can read Korean", "The user can read Korean"),
+        ("remember that I've got two cats", "The user has got two cats"),
+        ("remember that I'll travel in May", "The user will travel in May"),
+        ("remember that I watch every match", "The user watches every match"),
+        ("remember that I usually go to bed late", "The user usually goes to bed late"),
+        ("remember that I need reading glasses", "The user needs reading glasses"),
+    ],
+)
+def test_first_person_statements_become_correct_third_person(text: str, content: str) -> None:
+    from stores.memory.extraction import OfflineExtractor
+    from stores.memory.rules import ExtractionRequest
+
+    ops = OfflineExtractor()(ExtractionRequest("u", text, (), ()))["operations"]  # type: ignore[arg-type]
+    assert [op["content"] for op in ops] == [content]
