@@ -13,7 +13,10 @@ process:
 - ``runs.wait`` / ``runs.join`` notice a run's end at the next hard-coded 2 s tick. They now watch the run's
   done-key with every other waiter, one Redis pipeline per 0.1 s (``cli.server_wait``);
 - a cron fires for any owner id: one whose owner holds no token any more is now disabled instead (the run
-  of a cron that does fire gets the rights its owner's tokens grant then: ``nodes.context.rights_now``).
+  of a cron that does fire gets the rights its owner's tokens grant then: ``nodes.context.rights_now``);
+- a cron is found by its creator only, so an administrator (``server:crons``) could not remove another
+  user's. A delete the auth handler allowed as an administrator's (``nodes.tokens.CRON_ADMIN``) now finds
+  the cron by its id.
 
 Each replaced or wrapped function is fingerprinted (a hash of its source in :data:`AEGRA_VERSION`): when the
 installed Aegra differs, nothing is patched, the server says so in its log, and
@@ -42,6 +45,8 @@ FINGERPRINTS = {
     ("aegra_api.services.worker_executor", "_is_run_terminal"): "bdb4445ef3c9fac4",
     ("aegra_api.services.worker_executor", "WorkerExecutor.wait_for_completion"): "d64940b7ecb0726a",
     ("aegra_api.services.cron_scheduler", "_validate_cron_user"): "c96e57eebfffcc45",
+    ("aegra_api.services.cron_service", "CronService.delete_cron"): "2de5438d19dfa56d",
+    ("aegra_api.api.crons", "delete_cron"): "92eca045b011c411",
 }
 
 log = logging.getLogger("kb_agent.serve")
@@ -100,6 +105,7 @@ def install(executor: Any) -> bool:
     _patch_runs()
     _patch_waits(executor)
     _patch_cron_owners()
+    _patch_cron_admins()
     return True
 
 
@@ -119,6 +125,27 @@ def _patch_cron_owners() -> None:
     from aegra_api.services import cron_scheduler
 
     cron_scheduler._validate_cron_user = cron_owner_holds_a_token
+
+
+def _patch_cron_admins() -> None:
+    """An administrator's delete finds the cron by id, whoever created it (the route ran our auth handler
+    first, which marked this request an administrator's; anyone else's delete is unchanged)."""
+    from aegra_api.core.orm import Cron as CronORM
+    from aegra_api.services.cron_service import CronService
+    from sqlalchemy import select
+
+    from nodes.tokens import CRON_ADMIN
+
+    original = CronService.delete_cron
+
+    async def delete_cron(self: Any, cron_id: str, user_identity: str) -> None:
+        if CRON_ADMIN.get():
+            owner = await self.session.scalar(select(CronORM.user_id).where(CronORM.cron_id == cron_id))
+            if owner is not None:
+                user_identity = owner
+        await original(self, cron_id, user_identity)
+
+    CronService.delete_cron = delete_cron
 
 
 def _patch_runs() -> None:

@@ -42,7 +42,7 @@ from nodes.state import (
     check_caller_command,
     check_input,
 )
-from nodes.tokens import TOKENS_ENV, token_table
+from nodes.tokens import CRON_ADMIN, TOKENS_ENV, token_table
 from tools.permissions import resolve_grant
 
 __all__ = ["TOKENS_ENV", "Unauthenticated", "auth", "identify", "refusal"]
@@ -207,6 +207,7 @@ async def crons_of_their_owner(ctx: Auth.types.AuthContext, value: Any) -> dict[
     """Crons are their owner's; an administrator may also find and delete anyone's (say, a cron whose owner
     lost their token, which no longer runs). Each fired run acts with the owner's rights at that time."""
     if ctx.action in ("read", "search", "delete") and _may(ctx, CRONS_PERMISSION):
+        CRON_ADMIN.set(True)
         return None
     payload = value.get("payload") if isinstance(value, dict) else None
     if not isinstance(payload, dict) and isinstance(value, dict):

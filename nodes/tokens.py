@@ -8,6 +8,7 @@ the owner holds no token.
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import json
 import os
@@ -16,6 +17,12 @@ from pathlib import Path
 from typing import Any
 
 TOKENS_ENV = "KB_AGENT_API_TOKENS"
+
+# Set for one request whose token the crons auth handler found to carry the right to manage anyone's crons.
+# A runtime that looks crons up by their creator (Aegra, behind ``kb-agent serve``) widens that lookup for
+# that request only. It lives here, in a module always imported by name, because a runtime may load the
+# auth file by its path under another module name.
+CRON_ADMIN: contextvars.ContextVar[bool] = contextvars.ContextVar("kb_agent_cron_admin", default=False)
 
 
 def _names(value: Any, what: str) -> list[str]:

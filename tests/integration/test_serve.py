@@ -375,3 +375,26 @@ def test_the_chat_page_works_on_this_runtime_too(server: ServeProcess, browser: 
         assert tab.errors() == [], tab.console
     finally:
         tab.close()
+
+
+def test_an_admin_removes_another_users_cron_and_nobody_else_can(
+    server: ServeProcess, users: dict[str, SyncLangGraphClient]
+) -> None:
+    """Aegra keeps crons by their creator; an administrator (server:crons) still removes anyone's, say the
+    cron of a user whose token was withdrawn."""
+    alice, root = users["alice"], users["root"]
+    question = {"messages": [{"role": "user", "content": CALC_QUESTION}]}
+    before = {c["cron_id"] for c in alice.crons.search(limit=100)}
+    alice.crons.create(GRAPH_ID, schedule="0 0 1 1 *", input=question)  # Aegra answers with its first run
+    (cron,) = [c for c in alice.crons.search(limit=100) if c["cron_id"] not in before]
+    refused = httpx.delete(
+        f"{server.url}/runs/crons/{cron['cron_id']}", headers={"Authorization": "Bearer tok-bob"}
+    )
+    assert refused.status_code in (403, 404), refused.text
+    assert cron["cron_id"] in {c["cron_id"] for c in alice.crons.search(limit=100)}
+    root.crons.delete(cron["cron_id"])
+    assert cron["cron_id"] not in {c["cron_id"] for c in alice.crons.search(limit=100)}
+    missing = httpx.delete(
+        f"{server.url}/runs/crons/{cron['cron_id']}", headers={"Authorization": "Bearer tok-root"}
+    )
+    assert missing.status_code == 404
