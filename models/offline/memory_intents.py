@@ -47,7 +47,6 @@ def _question_stopwords() -> frozenset[str]:
     return frozenset(tokenize(_QUESTION_WORDS))
 
 
-
 def is_question(text: str) -> bool:
     """A question, not a statement: "我喜欢什么样的回答？" asks, it does not tell."""
     return bool(_QUESTION.search(text.strip()))
@@ -101,7 +100,9 @@ def plan_memory_steps(question: str, tools: set[str], messages: Sequence[BaseMes
 def _reason_zh(reason: str) -> str:
     if reason.startswith("sensitive data: "):
         labels = {v: v.split(" / ")[0] for v in LABELS.values()}
-        kinds = "、".join(labels.get(k.strip(), k.strip()) for k in reason.removeprefix("sensitive data: ").split(", "))
+        kinds = "、".join(
+            labels.get(k.strip(), k.strip()) for k in reason.removeprefix("sensitive data: ").split(", ")
+        )
         return f"内容含有敏感信息（{kinds}），按记忆规则不能保存"
     if reason.startswith("content must be"):
         return "内容长度须在 4–400 个字符之间"
@@ -111,7 +112,9 @@ def _reason_zh(reason: str) -> str:
 def _reason_en(reason: str) -> str:
     if reason.startswith("sensitive data: "):
         labels = {v: v.split(" / ")[-1] for v in LABELS.values()}
-        kinds = ", ".join(labels.get(k.strip(), k.strip()) for k in reason.removeprefix("sensitive data: ").split(", "))
+        kinds = ", ".join(
+            labels.get(k.strip(), k.strip()) for k in reason.removeprefix("sensitive data: ").split(", ")
+        )
         return f"it contains sensitive data ({kinds}), which the memory rules never store"
     return reason
 
@@ -124,7 +127,11 @@ def describe_memory_result(tool: str, content: str, status: str, zh: bool) -> st
         match = _RULE_ERROR.search(content)
         if match is None:  # not a rule's refusal: saving failed, said as what failed (no rule to cite)
             reason = content.removeprefix("Error: ").strip()
-            return f"没有记住：保存这条记忆时出错（{reason}）。" if zh else f"Not remembered: saving it failed ({reason})."
+            return (
+                f"没有记住：保存这条记忆时出错（{reason}）。"
+                if zh
+                else f"Not remembered: saving it failed ({reason})."
+            )
         rule, reason = match.group(1), match.group(2).strip()
         if zh:
             return f"没有记住：{_reason_zh(reason)}（规则 {rule}）。"
@@ -146,14 +153,20 @@ def describe_memory_result(tool: str, content: str, status: str, zh: bool) -> st
             f"kb-agent memories confirm {held} (or drop {held})."
         )
     if data.get("note"):
-        return f"这条我之前已经记住了：{saved}（记忆 {memory_id}）。" if zh else (
-            f"I already remember that: {saved} (memory {memory_id})."
+        return (
+            f"这条我之前已经记住了：{saved}（记忆 {memory_id}）。"
+            if zh
+            else (f"I already remember that: {saved} (memory {memory_id}).")
         )
     if data.get("replaced"):
         if zh:
             return f"好的，已更新记忆 {memory_id}：原来是“{data['replaced']}”，现在是“{saved}”。"
-        return f"Updated memory {memory_id}: it was \"{data['replaced']}\", now it is \"{saved}\"."
-    return f"好的，我记住了：{saved}（记忆 {memory_id}）。" if zh else f"Got it, I remember: {saved} (memory {memory_id})."
+        return f'Updated memory {memory_id}: it was "{data["replaced"]}", now it is "{saved}".'
+    return (
+        f"好的，我记住了：{saved}（记忆 {memory_id}）。"
+        if zh
+        else f"Got it, I remember: {saved} (memory {memory_id})."
+    )
 
 
 def _about_user_reply(question: str, messages: Sequence[BaseMessage], zh: bool) -> str:
@@ -177,20 +190,46 @@ def _forget_reply(question: str, messages: Sequence[BaseMessage], zh: bool) -> s
     if not named:
         if zh:
             return "我没有与此相符的记忆，所以没有可忘掉的内容（可用 /memories 查看我记住的全部）。"
-        return "I have no memory that matches that, so there is nothing to forget (see them all with /memories)."
+        return (
+            "I have no memory that matches that, so there is nothing to forget (see them all with /memories)."
+        )
     lines = "\n".join(f"- {m['content']} [{m['id']}]" for m in named)
     if zh:
         return f"回答之后，我会按记忆规则忘掉：\n{lines}\n（可用 /memories 查看结果）"
     return f"After this answer I will forget, under the memory rules:\n{lines}\n(check with /memories)"
 
 
-def memory_reply(question: str, messages: Sequence[BaseMessage] = ()) -> str | None:
-    """A reply when no memory tool ran: questions about the user, forget requests, statements to keep."""
+def _no_memory_reply(zh: bool, forgetting: bool, content: str = "") -> str:
+    """The run offers no memory tool, so nothing is written after the answer either: say so."""
+    if zh:
+        what = "忘掉任何记忆" if forgetting else f"记住：{content}" if content else "保存长期记忆"
+        return f"这里不能为你{what}（你的角色没有记忆写入权限，或长期记忆已关闭）。"
+    what = (
+        "forget any memory"
+        if forgetting
+        else f"keep this: {content}"
+        if content
+        else "keep long-term memories"
+    )
+    return f"I can't {what} here (your role has no memory rights, or long-term memory is off)."
+
+
+def memory_reply(
+    question: str, messages: Sequence[BaseMessage] = (), tools: set[str] | None = None
+) -> str | None:
+    """A reply when no memory tool ran: questions about the user, forget requests, statements to keep.
+
+    ``tools``: the tools this run offers. Without ``remember`` (or ``forget``) the caller may not write
+    memories, and the update after the answer writes none either, so nothing is promised."""
     zh = has_cjk(question)
     if has_forget_intent(question):
+        if tools is not None and "forget" not in tools:
+            return _no_memory_reply(zh, forgetting=True)
         return _forget_reply(question, messages, zh)
     recalled = bool(memories_in_prompt(messages))
-    if is_question(question) and (_SELF_QUESTION.search(question) or (recalled and _ABOUT_ME.search(question))):
+    if is_question(question) and (
+        _SELF_QUESTION.search(question) or (recalled and _ABOUT_ME.search(question))
+    ):
         return _about_user_reply(question, messages, zh)
     if not wants_memory(question):
         return None
@@ -202,6 +241,8 @@ def memory_reply(question: str, messages: Sequence[BaseMessage] = ()) -> str | N
         if zh:
             return f"没有记住：{_reason_zh(problem.reason)}（规则 {problem.rule}）。"
         return f"Not remembered: {_reason_en(problem.reason)} (rule {problem.rule})."
+    if tools is not None and "remember" not in tools:
+        return _no_memory_reply(zh, forgetting=False, content=op["content"])
     if zh:
         return f"这条会在回答之后按记忆规则保存：{op['content']}（可用 /memories 查看结果）。"
     return f"This will be saved under the memory rules after this answer: {op['content']} (check with /memories)."

@@ -111,7 +111,7 @@ class OfflineChatModel(LocalChatModel):
             return self._message(self._compose(question, executed), messages=sent)
         reply = (
             tool_intents.unavailable_reply(question, names)
-            or memory_intents.memory_reply(question, messages)
+            or memory_intents.memory_reply(question, messages, names)
             or kb_intents.knowledge_reply(question, messages, names)
         )
         return self._message(reply or intents.capabilities_reply(question, names), messages=sent)

@@ -398,3 +398,21 @@ def test_an_admin_removes_another_users_cron_and_nobody_else_can(
         f"{server.url}/runs/crons/{cron['cron_id']}", headers={"Authorization": "Bearer tok-root"}
     )
     assert missing.status_code == 404
+
+
+def test_a_crons_run_has_its_owners_rights_not_the_deployments_defaults(server: ServeProcess) -> None:
+    """The run Aegra starts when a cron is created gets the roles of the owner's token: a reader's cron cannot
+    keep a memory (the deployment's default role could), and the reply does not promise it. (Later firings,
+    which Aegra starts as a bare user id, are resolved by ``nodes.context.rights_now``: unit-tested.)"""
+    rita = get_sync_client(url=server.url, timeout=60.0, headers={"Authorization": "Bearer tok-rita"})
+    try:
+        question = {"messages": [{"role": "user", "content": "记住我喜欢喝绿茶"}]}
+        thread_id = rita.threads.create()["thread_id"]
+        fired = rita.crons.create_for_thread(thread_id, GRAPH_ID, schedule="0 0 1 1 *", input=question)
+        rita.runs.join(thread_id, fired["run_id"])  # Aegra fires a new cron's first run at once
+        messages = rita.threads.get_state(thread_id)["values"]["messages"]
+    finally:
+        rita.close()
+    assert not [m for m in messages if m["type"] == "tool" and m.get("name") == "remember"], messages
+    reply = messages[-1]["content"]
+    assert messages[-1]["type"] == "ai" and "不能" in reply and "会在回答之后" not in reply, reply

@@ -243,3 +243,20 @@ def test_a_forget_request_names_what_will_be_forgotten_or_says_nothing_matches()
         assert reply is not None and "nothing to forget" in reply and "I will forget that" not in reply
     zh = memory_reply("忘掉我的鞋码", _recalled(("mem_3", "用户住在北京")))
     assert zh is not None and "没有可忘掉" in zh
+
+
+def test_without_memory_tools_nothing_is_promised_to_be_kept_or_forgotten() -> None:
+    """Where the run offers no memory tool (a role without memory:write, long-term memory off), no memory
+    is written after the answer either: the reply says so instead of promising it."""
+    from models.offline.memory_intents import memory_reply
+
+    offered = {"calculator", "search_knowledge"}
+    for question in ("记住我喜欢喝绿茶", "remember that I prefer short answers"):
+        reply = memory_reply(question, [], offered)
+        assert reply is not None and ("不能" in reply or "can't" in reply), reply
+        assert "会在回答之后" not in reply and "will be saved" not in reply
+    held = _recalled(("mem_1", "The user lives in Beijing"))
+    reply = memory_reply("forget where I live", held, offered)
+    assert reply is not None and "can't" in reply and "I will forget" not in reply
+    kept = memory_reply("remember that I prefer short answers", [], {"remember", "forget"})
+    assert kept is not None and "will be saved" in kept  # the tool path is the offline model's own choice
