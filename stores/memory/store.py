@@ -203,9 +203,9 @@ class ChromaMemoryStore:
         self, user_id: str, *, include_expired: bool = False, limit: int | None = None
     ) -> list[MemoryRecord]:
         """This user's memories, newest first."""
-        self._sweep_if_due()
         where = self._owned(user_id) if include_expired else self._live(user_id)
         rows = sorted(self._rows(where=where), key=lambda row: (-row[1], row[0]["id"]))
+        self._sweep_if_due()  # after the read: a store that cannot be read fails with the read's own error
         return [record for record, _ in rows[:limit]]
 
     def find_same(self, user_id: str, memory_type: str, content: str) -> MemoryRecord | None:
@@ -219,8 +219,8 @@ class ChromaMemoryStore:
 
     def recall(self, user_id: str, query: str, top_k: int = 5) -> list[MemoryRecord]:
         """This user's live memories most relevant to ``query``: keyword + vector fused, ties to the newer."""
-        self._sweep_if_due()
         rows = self._rows(where=self._live(user_id))
+        self._sweep_if_due()
         if not rows or top_k <= 0:
             return []
         keyword, vector = self._scores(user_id, query, rows)
@@ -275,10 +275,22 @@ class ChromaMemoryStore:
         expires_at: datetime | None = None,
     ) -> tuple[MemoryRecord, bool]:
         """Upsert on (user, type, normalised content): (the record, whether it is new)."""
+        added = self._add(user_id, memory_type, content, thread_id=thread_id, expires_at=expires_at)
+        self._sweep_if_due()  # after the write, as after a read
+        return added
+
+    def _add(
+        self,
+        user_id: str,
+        memory_type: str,
+        content: str,
+        *,
+        thread_id: str | None = None,
+        expires_at: datetime | None = None,
+    ) -> tuple[MemoryRecord, bool]:
         if memory_type not in MEMORY_TYPES:
             raise ValueError(f"memory type must be one of {', '.join(MEMORY_TYPES)}, got {memory_type!r}")
         content = content.strip()
-        self._sweep_if_due()
         with self.lock(user_id):
             now = self.clock()
             expires = self._expiry(memory_type, now, expires_at)

@@ -21,7 +21,6 @@ from langgraph_sdk.client import SyncLangGraphClient
 
 from tests.fixtures.browser import Page
 from tests.fixtures.serve import (
-    OLD_POLICY,
     REPO_ROOT,
     ServeProcess,
     ingest_old_policy,
@@ -36,6 +35,7 @@ pytestmark = pytest.mark.server
 GRAPH_ID = "kb_agent"
 CALC_QUESTION = "计算 123 × 456"
 CALC_ANSWER = "56088"
+PAGE_DOC = "parking.md"  # the chat page's approval is rejected: it stays (old-policy.md is deleted by a test)
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +45,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     tmp = tmp_path_factory.mktemp("serve")
     with private_redis(tmp) as redis_url, private_database() as database_url:
         env = serve_env(tmp / "home", database_url, redis_url)
-        ingest_old_policy(tmp, env)
+        (tmp / "docs").mkdir()
+        (tmp / "docs" / PAGE_DOC).write_text("# Parking\n\nThe 2020 parking rules.\n", "utf-8")
+        ingest_old_policy(tmp, env)  # the docs folder: the old policy and the chat page's document
         yield {"exe": exe, "tmp": tmp, "env": env, "database_url": database_url, "redis_url": redis_url}
 
 
@@ -359,9 +361,9 @@ def test_the_chat_page_works_on_this_runtime_too(server: ServeProcess, browser: 
     tab = Page(browser, server.url, tmp_path)
     try:
         page = tab.sign_in("tok-root")
-        tab.ask(f"删除文档 {OLD_POLICY}")
+        tab.ask(f"删除文档 {PAGE_DOC}")
         page.wait_for_selector("#approval:not([hidden])")
-        assert json.loads(page.inner_text("#approval-args")) == {"doc_id": OLD_POLICY}
+        assert json.loads(page.inner_text("#approval-args")) == {"doc_id": PAGE_DOC}
         page.fill("#approval-reason", "keep it for the audit")
         page.click("#reject")
         page.wait_for_function(
