@@ -69,6 +69,11 @@ def _headers(scope: Scope) -> dict[bytes, bytes]:
     return {bytes(k).lower(): bytes(v) for k, v in scope.get("headers") or ()}
 
 
+def _forwarded(scope: Scope) -> dict[str, str]:
+    """The headers that say who is calling, to ask the server itself on the caller's behalf."""
+    return {k.decode("latin-1"): v.decode("latin-1") for k, v in _headers(scope).items() if k in FORWARDED}
+
+
 async def _read_body(receive: Receive, limit: int) -> bytes:
     """The whole body, refused as soon as it passes ``limit`` (a body without a length is not read on)."""
     chunks, size = [], 0
@@ -141,18 +146,22 @@ class Edge:
             self._ui = ui_app(self._ask_as_caller)
         return self._ui
 
-    async def _ask_as_caller(self, request: Any, method: str, path: str) -> tuple[int, Any]:
-        """Ask the server's own API as the caller of ``request``: (status, JSON body or None)."""
+    async def _ask(self, headers: dict[str, str], path: str, method: str = "GET") -> tuple[int, Any]:
+        """Ask the server's own API with a caller's credentials: (status, JSON body or None)."""
         import httpx  # the server's runtimes ship it
 
-        forwarded = {k: v for k, v in request.headers.items() if k.encode("latin-1") in FORWARDED}
         transport = httpx.ASGITransport(app=self.app)  # type: ignore[arg-type]
         async with httpx.AsyncClient(transport=transport, base_url="http://edge") as client:
-            response = await client.request(method, path, headers=forwarded)
+            response = await client.request(method, path, headers=headers)
         try:
             return response.status_code, response.json()
         except ValueError:
             return response.status_code, None
+
+    async def _ask_as_caller(self, request: Any, method: str, path: str) -> tuple[int, Any]:
+        """What the chat page's routes ask of the API, as the caller of ``request``."""
+        forwarded = {k: v for k, v in request.headers.items() if k.encode("latin-1") in FORWARDED}
+        return await self._ask(forwarded, path, method)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
@@ -225,23 +234,13 @@ class Edge:
             await self.app(scope, receive, watched)
         finally:
             if background and status == 200:
-                forwarded = {k.decode("latin-1"): v.decode("latin-1") for k, v in _headers(scope).items() if k in FORWARDED}
-                self.limits.track(user, forwarded, created_runs(b"".join(chunks)))
+                self.limits.track(user, _forwarded(scope), created_runs(b"".join(chunks)))
             self.limits.release(user, slots)
 
     async def _still_running(self, headers: dict[str, str], thread_id: str, run_id: str) -> bool:
         """Whether a background run is pending or running, asked of the server itself as its caller."""
-        import httpx  # the server's runtimes ship it
-
-        transport = httpx.ASGITransport(app=self.app)  # type: ignore[arg-type]
-        async with httpx.AsyncClient(transport=transport, base_url="http://edge") as client:
-            response = await client.get(f"/threads/{thread_id}/runs/{run_id}", headers=headers)
-        if response.status_code != 200:
-            return False
-        try:
-            return response.json().get("status") in ("pending", "running")
-        except ValueError:
-            return False
+        status, run = await self._ask(headers, f"/threads/{thread_id}/runs/{run_id}")
+        return status == 200 and isinstance(run, dict) and run.get("status") in ("pending", "running")
 
     async def _check(self, scope: Scope, receive: Receive) -> tuple[Receive, bytes | None]:
         """Refuse what the edge refuses; else the ``receive`` the inner app should read the body from, and
@@ -289,19 +288,10 @@ class Edge:
         return _replay(body, receive), body
 
     async def _waits_for_approval(self, scope: Scope, thread_id: str) -> bool:
-        """Ask the server itself, as the caller, whether the thread is paused on an interrupt."""
-        import httpx  # the server's runtimes ship it
-
-        forwarded = {k.decode("latin-1"): v.decode("latin-1") for k, v in _headers(scope).items() if k in FORWARDED}
-        transport = httpx.ASGITransport(app=self.app)  # type: ignore[arg-type]
-        async with httpx.AsyncClient(transport=transport, base_url="http://edge") as client:
-            response = await client.get(f"/threads/{thread_id}", headers=forwarded)
-        if response.status_code != 200:
-            return False  # not found or not theirs: the route itself answers that
-        try:
-            return response.json().get("status") == "interrupted"
-        except ValueError:
-            return False
+        """Ask the server itself, as the caller, whether the thread is paused on an interrupt (a thread that
+        is not found or not theirs: the route itself answers that)."""
+        status, thread = await self._ask(_forwarded(scope), f"/threads/{thread_id}")
+        return status == 200 and isinstance(thread, dict) and thread.get("status") == "interrupted"
 
 
 def has_edge(app: Any) -> bool:
