@@ -17,7 +17,12 @@ from langchain_core.messages import BaseMessage, SystemMessage
 
 from models.offline.intents import Step
 from stores.memory.checks import LABELS, has_forget_intent, has_remember_intent
-from stores.memory.extraction import OfflineExtractor, stated_preference, stated_sensitive_fact
+from stores.memory.extraction import (
+    OfflineExtractor,
+    stated_new_value,
+    stated_preference,
+    stated_sensitive_fact,
+)
 from stores.memory.rules import ExtractionRequest, content_problem
 from stores.text_analysis import has_cjk, tokenize
 
@@ -74,21 +79,25 @@ def _proposal(question: str, memories: list[dict[str, str]]) -> dict[str, Any] |
     return None
 
 
-def wants_memory(question: str) -> bool:
-    """A statement to keep: an explicit "记住/remember", a stated preference, or a fact about the user that
-    needs their confirmation (health, finances, identity); never a question."""
+def wants_memory(question: str, memories: Sequence[dict[str, str]] = ()) -> bool:
+    """A statement to keep: an explicit "记住/remember", a stated preference, a fact about the user that
+    needs their confirmation (health, finances, identity), or a new value for a fact a recalled memory
+    holds (where the user lives, works, their name); never a question."""
     if has_forget_intent(question) or is_question(question):
         return False
     if has_remember_intent(question) or _PREFERENCE.search(question) or stated_preference(question):
         return True
-    return stated_sensitive_fact(question) is not None  # held for the user's confirmation, not kept
+    if stated_sensitive_fact(question) is not None:  # held for the user's confirmation, not kept
+        return True
+    return stated_new_value(question, memories) is not None  # type: ignore[arg-type]
 
 
 def plan_memory_steps(question: str, tools: set[str], messages: Sequence[BaseMessage]) -> list[Step] | None:
     """A ``remember`` call for a statement to keep, or None (a remember request is never arithmetic)."""
-    if "remember" not in tools or not wants_memory(question):
+    memories = memories_in_prompt(messages)
+    if "remember" not in tools or not wants_memory(question, memories):
         return None
-    op = _proposal(question, memories_in_prompt(messages))
+    op = _proposal(question, memories)
     if op is None:
         return None
     args: dict[str, Any] = {"content": op["content"], "memory_type": op["type"]}
@@ -231,9 +240,10 @@ def memory_reply(
         _SELF_QUESTION.search(question) or (recalled and _ABOUT_ME.search(question))
     ):
         return _about_user_reply(question, messages, zh)
-    if not wants_memory(question):
+    memories = memories_in_prompt(messages)
+    if not wants_memory(question, memories):
         return None
-    op = _proposal(question, memories_in_prompt(messages))
+    op = _proposal(question, memories)
     if op is None:
         return None
     problem = content_problem(op["type"], op["content"], latest_user_message=question)

@@ -62,7 +62,9 @@ class OfflineChatModel(LocalChatModel):
         kb_steps = tool_intents.plan_tool_steps(question, names)
         if kb_steps is None:
             kb_steps = memory_intents.plan_memory_steps(question, names, messages)
-        if kb_steps is None and memory_intents.wants_memory(question):
+        if kb_steps is None and memory_intents.wants_memory(
+            question, memory_intents.memories_in_prompt(messages)
+        ):
             kb_steps = []  # "remember that my team is L1-1" is never arithmetic
         if kb_steps is None:
             kb_steps = kb_intents.plan_kb_steps(question, names, messages)

@@ -14,12 +14,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from stores.base import MemoryRecord
+from stores.memory.attributes import attribute_of, replaced_by
 from stores.memory.checks import high_risk
 from stores.memory.rules import (
     ExtractionRequest,
     has_forget_intent,
 )
-from stores.text_analysis import tokenize
+from stores.text_analysis import has_cjk, tokenize
 
 log = logging.getLogger("kb_agent.memory")
 
@@ -179,9 +180,13 @@ def _subject_terms(content: str) -> set[str]:
 def corrected_memory(text: str, content: str, memories: Sequence[MemoryRecord]) -> MemoryRecord | None:
     """The memory an explicit correction ("其实我不喜欢…", "actually I prefer…") replaces, or None.
 
-    Without a correction marker a new statement is a new memory; with one, the existing memory that
-    shares most of its subject words (at least half of its own) is the one the user is correcting.
+    A new value for a fact that holds one at a time (where the user lives or works, their name) replaces
+    the memory holding that fact, with or without a correction marker. Otherwise, without a marker a new
+    statement is a new memory; with one, the existing memory that shares most of its subject words (at
+    least half of its own) is the one the user is correcting.
     """
+    if (same_fact := replaced_by(text, content, memories)) is not None:
+        return same_fact
     if not _CORRECTION.search(text):
         return None
     new_terms = _subject_terms(content)
@@ -209,9 +214,16 @@ def _propose(
     }
 
 
-# A statement about oneself ("我对花生过敏", "I'm allergic to peanuts", "my blood pressure is high").
-_ZH_SELF_FACT = re.compile(r"^(?:其实|另外|还有|顺便说一下|对了)?[，,]?(?P<body>我(?!们).+)$")
-_EN_SELF_FACT = re.compile(r"^(?:also,?\s+|actually,?\s+|btw,?\s+)?(?P<body>(?:i\b|i'm\b|my\b).+)$", re.I)
+# A statement about oneself ("我对花生过敏", "I'm allergic to peanuts", "my blood pressure is high"), after
+# whatever introduces it ("不对，", "其实", "no, these days", "actually").
+_ZH_SELF_FACT = re.compile(
+    r"^(?:(?:其实|另外|还有|顺便说一下|对了|不对|不是的|错了|更正一下|纠正一下|哦|嗯)[，,！!]?\s*)*(?P<body>我(?!们).+)$"
+)
+_EN_SELF_FACT = re.compile(
+    r"^(?:(?:also|actually|btw|no|nope|well|oh|sorry|correction|these\s+days|nowadays|now|lately|in\s+fact)"
+    r"\b[,:!]?\s*)*(?P<body>(?:i\b|i'm\b|my\b).+)$",
+    re.I,
+)
 
 
 def stated_preference(text: str) -> bool:
@@ -229,6 +241,19 @@ def stated_sensitive_fact(text: str) -> str | None:
     if match is None or question or high_risk(sentence) is None:
         return None
     return match.group("body").strip()
+
+
+def stated_new_value(text: str, memories: Sequence[MemoryRecord]) -> str | None:
+    """The statement's body when ``text`` gives a new value for a single-valued fact a memory already
+    holds ("不对，我现在在上海" after "用户住在北京"): the user chose to have that fact kept, so its new
+    value replaces it. An unasked statement of a fact nothing holds yet is not kept."""
+    sentence, question = _first_sentence(text.strip())
+    match = _ZH_SELF_FACT.match(sentence) or _EN_SELF_FACT.match(sentence)
+    if match is None or question or attribute_of(match.group("body")) is None:
+        return None
+    body = match.group("body").strip()
+    _, content = _third_person_zh(body) if has_cjk(body) else _third_person_en(body)
+    return body if replaced_by(text, content, memories) is not None else None
 
 
 class OfflineExtractor:
@@ -254,7 +279,8 @@ class OfflineExtractor:
             memory_type, content = _third_person_zh(body) if zh else _third_person_en(body)
             op = _propose(text, memory_type, content, PREFERENCE_CONFIDENCE, request.existing_memories)
             return {"operations": [op]}
-        if (body := stated_sensitive_fact(text)) is not None:
+        body = stated_sensitive_fact(text) or stated_new_value(text, request.existing_memories)
+        if body is not None:
             zh = _ZH_SELF_FACT.match(sentence)
             memory_type, content = _third_person_zh(body) if zh else _third_person_en(body)
             op = _propose(text, memory_type, content, PREFERENCE_CONFIDENCE, request.existing_memories)

@@ -67,7 +67,9 @@ Rules:
    IGNORE when nothing is worth keeping. Do not ADD what an existing memory already says.
    An explicit correction ("其实我不喜欢…，我喜欢…", "actually, I prefer …", "not X but Y") UPDATEs the memory
    it contradicts (its target_id, with the corrected sentence as content); never ADD a second memory that
-   contradicts an existing one.
+   contradicts an existing one. A new value for a fact that holds one value at a time (where the user lives,
+   where they work, their name) UPDATEs the memory holding it, even without a correction word
+   ("我搬到深圳了", "I work at Globex now").
 4. content: one self-contained sentence of 4–400 characters in the user's language, about "用户…"/"The user …".
 5. Never store secrets or sensitive data: phone numbers, ID-card or bank-card numbers, passwords, API keys or
    tokens, e-mail addresses (unless the user explicitly asks to remember the address).

@@ -87,3 +87,29 @@ def test_an_explicit_correction_updates_the_old_memory(agent: Any) -> None:
     update = _store().audit.list(user_id="alice")[0]
     assert (update.action, update.status) == ("UPDATE", "applied")
     assert (update.old_content, update.new_content) == (old["content"], now["content"])
+
+
+@pytest.mark.parametrize(
+    ("kept", "correction", "new_word"),
+    [
+        ("记住我住在杭州", "错了，我如今在成都", "成都"),
+        ("remember that I work at Initech", "nope, these days I work for Globex", "Globex"),
+    ],
+)
+def test_a_new_value_in_free_wording_updates_the_fact_it_replaces(
+    agent: Any, kept: str, correction: str, new_word: str
+) -> None:
+    ask(agent, kept)
+    [old] = _store().list("alice")
+    answer, calls = ask(agent, correction, thread="t2")
+    [now] = _store().list("alice")
+    assert calls == ["remember"] and now["id"] == old["id"] and new_word in now["content"]
+    assert old["content"] in answer and now["content"] in answer  # the reply reports the change made
+    update = _store().audit.list(user_id="alice")[0]
+    assert (update.action, update.status) == ("UPDATE", "applied")
+
+
+def test_an_unasked_fact_with_nothing_to_correct_is_not_kept_nor_claimed(agent: Any) -> None:
+    answer, calls = ask(agent, "其实我现在在成都")
+    assert calls == [] and _store().list("alice") == []
+    assert "记住" not in answer.split("；")[0] and "更新" not in answer

@@ -525,3 +525,43 @@ def test_first_person_statements_become_correct_third_person(text: str, content:
 
     ops = OfflineExtractor()(ExtractionRequest("u", text, (), ()))["operations"]  # type: ignore[arg-type]
     assert [op["content"] for op in ops] == [content]
+
+
+@pytest.mark.parametrize(
+    ("text", "target", "word"),
+    [
+        ("不是的，我目前住在南京", "home_zh", "南京"),
+        ("其实我已经搬到苏州了", "home_zh", "苏州"),
+        ("我现在在厦门", "home_zh", "厦门"),
+        ("Correction: I relocated to Lisbon in May", "home_en", "Lisbon"),
+        ("I'm in Oslo now, not Porto", "home_en", "Oslo"),
+        ("我上周入职了字节跳动", "job", "字节跳动"),
+        ("these days I work at a bakery", "job", "bakery"),
+    ],
+)
+def test_a_new_value_for_a_single_valued_fact_updates_the_memory_holding_it(
+    text: str, target: str, word: str
+) -> None:
+    from stores.memory.extraction import OfflineExtractor
+    from stores.memory.rules import ExtractionRequest
+
+    memories = (
+        {"id": "pref", "memory_type": "semantic", "content": "用户喜欢简洁的回答"},
+        {"id": "home_zh", "memory_type": "semantic", "content": "用户住在西安"},
+        {"id": "home_en", "memory_type": "semantic", "content": "The user lives in Porto"},
+        {"id": "job", "memory_type": "semantic", "content": "用户在华为工作"},
+    )
+    if target == "home_en":
+        memories = tuple(m for m in memories if m["id"] != "home_zh")
+    ops = OfflineExtractor()(ExtractionRequest("u", text, (), memories))["operations"]  # type: ignore[arg-type]
+    assert [(op["action"], op["target_id"]) for op in ops] == [("UPDATE", target)]
+    assert word in ops[0]["content"]
+
+
+@pytest.mark.parametrize("text", ["我现在在开会", "I'm in a hurry now", "我在想这个问题", "I work hard"])
+def test_statements_that_are_not_a_new_value_change_nothing(text: str) -> None:
+    from stores.memory.extraction import OfflineExtractor
+    from stores.memory.rules import ExtractionRequest
+
+    memories = ({"id": "home", "memory_type": "semantic", "content": "用户住在西安"},)
+    assert OfflineExtractor()(ExtractionRequest("u", text, (), memories))["operations"] == []  # type: ignore[arg-type]
