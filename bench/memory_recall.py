@@ -144,7 +144,7 @@ def picks(
     hybrid, to be checked against ``store.recall``; ``rrf`` is the earlier default for comparison:
     both sides as rankings (score, then newer) fused by RRF with the store's ``rrf_k``.
     """
-    keyword, vector = store._scores(user, query, rows)
+    keyword, vector, _ = store._scores(user, query, rows)
     newer = {record["id"]: ts for record, ts in rows}
 
     def ranking(scores: dict[str, float]) -> list[str]:

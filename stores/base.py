@@ -37,6 +37,7 @@ class MemoryRecord(TypedDict, total=False):
     created_at: str
     updated_at: str
     expires_at: str | None
+    related: bool  # set by recall: the memory shares a term with the query or is close to it in meaning
 
 
 @runtime_checkable

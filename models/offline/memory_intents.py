@@ -23,6 +23,7 @@ from stores.memory.extraction import (
     stated_preference,
     stated_sensitive_fact,
 )
+from stores.memory.history import is_history
 from stores.memory.rules import ExtractionRequest, content_problem
 from stores.text_analysis import has_cjk, tokenize
 
@@ -40,10 +41,20 @@ _SELF_QUESTION = re.compile(
     r"\b(?:my|do I|am I|about me|what do you (?:know|remember))\b",
     re.IGNORECASE,
 )
+# Asks what the assistant remembers, or what the user asked before: only memory can answer it.
+_MEMORY_QUESTION = re.compile(
+    r"你(?:还)?(?:记得|知道)|记得我|关于我|我(?:之前|以前|上次)?问过|我(?:喜欢|偏好|习惯|讨厌|是谁|叫什么|住)|"
+    r"\b(?:about me|what do you (?:know|remember)|did I ask|have I asked|my (?:name|preferences?))\b",
+    re.IGNORECASE,
+)
+_ASKED_BEFORE = re.compile(r"问过|问了什么|\b(?:asked|did I ask)\b", re.IGNORECASE)
 _MEMORY_BLOCK = re.compile(r"<(用户长期记忆|user_memories)[^>]*>\n(.*?)\n</\1>", re.S)
-_MEMORY_LINE = re.compile(r"^- \[([^\]\n]*)\] \((\w+)\) (.*)$", re.M)
+_MEMORY_LINE = re.compile(r"^- \[([^\]\n]*)\] \((\w+)(, weak match)?\) (.*)$", re.M)
 _RULE_ERROR = re.compile(r"not remembered \(rule (\d+)\): (.*)", re.S)
-_QUESTION_WORDS = "我 你 用户 什么 什么样 哪些 哪个 怎样 吗 呢 what which do does i my me user"
+_QUESTION_WORDS = (
+    "我 你 用户 什么 什么样 哪些 哪个 怎样 吗 呢 记得 知道 关于 之前 以前 问过 问 过 "
+    "what which do does did i my me user know remember about before ask asked"
+)
 
 
 @functools.cache
@@ -64,7 +75,12 @@ def memories_in_prompt(messages: Sequence[BaseMessage]) -> list[dict[str, str]]:
             block = _MEMORY_BLOCK.search(message.text)
             if block:
                 return [
-                    {"id": m.group(1), "memory_type": m.group(2), "content": m.group(3)}
+                    {
+                        "id": m.group(1),
+                        "memory_type": m.group(2),
+                        "content": m.group(4),
+                        "related": not m.group(3),
+                    }
                     for m in _MEMORY_LINE.finditer(block.group(2))
                 ]
     return []
@@ -178,12 +194,19 @@ def describe_memory_result(tool: str, content: str, status: str, zh: bool) -> st
     )
 
 
-def _about_user_reply(question: str, messages: Sequence[BaseMessage], zh: bool) -> str:
-    """Answer "我喜欢什么样的回答？" from the recalled memories that share its words, with their ids."""
+def _about_user_reply(question: str, messages: Sequence[BaseMessage], zh: bool) -> str | None:
+    """Answer "我喜欢什么样的回答？" from the recalled memories recall judged related to it (a shared term,
+    or close in meaning in either language), with their ids; a question with no subject of its own ("what
+    do you know about me?") gets every recalled fact. A question about what the user asked before ("我之前
+    问过什么？") is answered from those records only, any other from the rest. None when nothing recalled answers a question that may be
+    about the documents ("what do I need on day one?"): the knowledge base is asked instead."""
     wanted = {t for t in tokenize(question) if t not in _question_stopwords()}
-    memories = memories_in_prompt(messages)
-    matching = [m for m in memories if not wanted or wanted & set(tokenize(m["content"]))]
+    history = bool(_ASKED_BEFORE.search(question))
+    memories = [m for m in memories_in_prompt(messages) if is_history(m["content"]) == history]
+    matching = [m for m in memories if m.get("related", True)] if wanted else memories
     if not matching:
+        if not _MEMORY_QUESTION.search(question):
+            return None
         return "我没有关于这个问题的记忆。" if zh else "I have no memory about that."
     lines = "\n".join(f"- {m['content']} [{m['id']}]" for m in matching)
     return ("根据我记住的信息：\n" if zh else "From what I remember about you:\n") + lines
@@ -235,9 +258,14 @@ def memory_reply(
         if tools is not None and "forget" not in tools:
             return _no_memory_reply(zh, forgetting=True)
         return _forget_reply(question, messages, zh)
-    recalled = bool(memories_in_prompt(messages))
+    # a fact about the user that recall found related: the question is about them, not the documents
+    recalled = any(
+        m.get("related", True) and not is_history(m["content"]) for m in memories_in_prompt(messages)
+    )
     if is_question(question) and (
-        _SELF_QUESTION.search(question) or (recalled and _ABOUT_ME.search(question))
+        _SELF_QUESTION.search(question)
+        or _MEMORY_QUESTION.search(question)
+        or (recalled and _ABOUT_ME.search(question))
     ):
         return _about_user_reply(question, messages, zh)
     memories = memories_in_prompt(messages)

@@ -65,7 +65,9 @@ def attribute_of(text: str) -> str | None:
     return None
 
 
-_NOT_VALUE = re.compile(r"(?:不是|不在|而不是)(?P<zh>[^，。,.\s]{2,12})|\bnot\s+(?:in\s+|at\s+)?(?P<en>[A-Z][\w-]+)")
+_NOT_VALUE = re.compile(
+    r"(?:不是|不在|而不是)(?P<zh>[^，。,.\s]{2,12})|\bnot\s+(?:in\s+|at\s+)?(?P<en>[A-Z][\w-]+)"
+)
 
 
 def _negated_value(text: str) -> str | None:

@@ -108,7 +108,9 @@ _ID_WORD = (
 )
 # What names a secret, and how a sentence sets one: "密码叫 …", "口令改成了 …", "PIN 码是 …", "pw: …",
 # "passphrase is …", "set the password to …".
-_SECRET_WORD = r"(?:密码|口令|暗号|PIN\s*码?|\bpin(?:\s*code)?|\bpass(?:word|phrase|code)s?|\bpasswd|\bpwd|\bpw)"
+_SECRET_WORD = (
+    r"(?:密码|口令|暗号|PIN\s*码?|\bpin(?:\s*code)?|\bpass(?:word|phrase|code)s?|\bpasswd|\bpwd|\bpw)"
+)
 _SET_TO = r"(?:叫做?|改成了?|改为|换成了?|设成了?|设为|设置为|设置成|变成了?|:|=|\bis\s+now|\b(?:set|changed?)\s+to|\bto)"
 # A value that looks chosen rather than said: letters with digits or symbols, or a long run of them.
 _SECRETISH = r"(?=[!-~]*(?:\d[!-~]*[A-Za-z]|[A-Za-z][!-~]*\d|[!#$%&*@^~]))[!-~]{4,}"
@@ -139,10 +141,19 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"(?:银行卡|卡号|信用卡|储蓄卡|card\s+number|credit\s+card|\biban)\D{0,12}\d[\d\s.-]{10,}\d", re.I
         ),
     ),
-    ("password", re.compile(rf"{_SECRET_WORD}\s*(?:已经|已|现在|now|still)?\s*{_SET_TO}\s*[!-~]{{3,}}", re.I)),
+    (
+        "password",
+        re.compile(rf"{_SECRET_WORD}\s*(?:已经|已|现在|now|still)?\s*{_SET_TO}\s*[!-~]{{3,}}", re.I),
+    ),
     ("password", re.compile(rf"{_SECRET_WORD}\s*(?:是|为|:|=|is|was)\s*{_SECRETISH}", re.I)),
-    ("password", re.compile(rf"{_SECRET_WORD}\s*(?:是|为|:|=|is|was)\s*\d{{4,}}(?![\d,%]|\.\d)", re.I)),  # a PIN
-    ("password", re.compile(r"(?:密码|口令|暗号)\s*(?:是|为)\s*[!-~]{3,}")),  # an ASCII value in a Chinese sentence
+    (
+        "password",
+        re.compile(rf"{_SECRET_WORD}\s*(?:是|为|:|=|is|was)\s*\d{{4,}}(?![\d,%]|\.\d)", re.I),
+    ),  # a PIN
+    (
+        "password",
+        re.compile(r"(?:密码|口令|暗号)\s*(?:是|为)\s*[!-~]{3,}"),
+    ),  # an ASCII value in a Chinese sentence
     ("password", re.compile(r"(?:密码|口令|PIN\s*码?)\s+\d{4,8}(?![\d,%]|\.\d)")),  # "支付密码 551234"
     ("password", re.compile(r"\bpass\s*phrase\s*(?:is|was|:|=)\s*[\w'-]+(?:\s+[\w'-]+)+", re.I)),
     (  # "I use X as my password", "用 X 做密码", "X is my PIN"

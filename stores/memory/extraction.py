@@ -1,6 +1,7 @@
 """The offline extractor: explicit statements turned into proposed operations by rule, deterministically.
 
-"记住…/remember…", "忘掉…/forget…", "我喜欢…/I prefer…". It only *proposes*; the seven rules in
+"记住…/remember…", "忘掉…/forget…", "我喜欢…/I prefer…", a new value for a fact already kept, and the
+questions the user asks (episodic history, :mod:`stores.memory.history`). It only *proposes*; the seven rules in
 ``stores.memory.rules`` decide. The model-backed extractor (``models.extractor``) is injected from above.
 """
 
@@ -16,6 +17,7 @@ from typing import Any
 from stores.base import MemoryRecord
 from stores.memory.attributes import attribute_of, replaced_by
 from stores.memory.checks import high_risk
+from stores.memory.history import history_operation
 from stores.memory.rules import (
     ExtractionRequest,
     has_forget_intent,
@@ -257,7 +259,7 @@ def stated_new_value(text: str, memories: Sequence[MemoryRecord]) -> str | None:
 
 
 class OfflineExtractor:
-    """Deterministic extraction for explicit statements in the latest user message; nothing else is kept."""
+    """Deterministic extraction from the latest user message: explicit statements, and questions asked."""
 
     def __call__(self, request: ExtractionRequest) -> dict[str, Any]:
         text = request.latest_user_message.strip()
@@ -285,7 +287,8 @@ class OfflineExtractor:
             memory_type, content = _third_person_zh(body) if zh else _third_person_en(body)
             op = _propose(text, memory_type, content, PREFERENCE_CONFIDENCE, request.existing_memories)
             return {"operations": [op]}
-        return {"operations": []}
+        asked = history_operation(text, request.existing_memories)  # what happened: the user asked this
+        return {"operations": [asked] if asked is not None else []}
 
     @staticmethod
     def forget(text: str, memories: Sequence[MemoryRecord]) -> list[dict[str, Any]]:

@@ -89,7 +89,13 @@ class MemoryOutbox:
 
     def add(self, user_id: str, thread_id: str | None, messages: list[BaseMessage]) -> int:
         """Write one turn's pending extraction (committed when this returns); its id."""
-        row = (user_id, thread_id, json.dumps(messages_to_dict(messages), ensure_ascii=False), self.owner, time.time())
+        row = (
+            user_id,
+            thread_id,
+            json.dumps(messages_to_dict(messages), ensure_ascii=False),
+            self.owner,
+            time.time(),
+        )
         sql = "INSERT INTO memory_outbox (user_id, thread_id, messages, owner, claimed_at) VALUES (?, ?, ?, ?, ?)"
         if self._postgres:  # no retry: an insert whose reply was lost may have landed
             return int(self._db.execute(self._sql(sql) + " RETURNING id", row).fetchone()[0])
@@ -102,14 +108,16 @@ class MemoryOutbox:
     def pending(self) -> list[OutboxJob]:
         """Every unfinished turn, oldest first, whoever owns it."""
         rows = self._db.execute(
-            "SELECT id, user_id, thread_id, messages, owner, claimed_at FROM memory_outbox ORDER BY id", retry=True
+            "SELECT id, user_id, thread_id, messages, owner, claimed_at FROM memory_outbox ORDER BY id",
+            retry=True,
         ).fetchall()
         return [self._job(row) for row in rows]
 
     def claim_orphans(self) -> list[OutboxJob]:
         """Take over the turns whose owner died (or whose lease expired); oldest first."""
         rows = self._db.execute(
-            "SELECT id, user_id, thread_id, messages, owner, claimed_at FROM memory_outbox ORDER BY id", retry=True
+            "SELECT id, user_id, thread_id, messages, owner, claimed_at FROM memory_outbox ORDER BY id",
+            retry=True,
         ).fetchall()
         claimed = []
         now = time.time()
@@ -120,7 +128,9 @@ class MemoryOutbox:
             # Compare-and-set: of two processes reclaiming one row, one wins. A row already ours matches
             # too, so a retry after a reply lost on its way back still counts the claim as won.
             cursor = self._db.execute(
-                self._sql("UPDATE memory_outbox SET owner = ?, claimed_at = ? WHERE id = ? AND owner IN (?, ?)"),
+                self._sql(
+                    "UPDATE memory_outbox SET owner = ?, claimed_at = ? WHERE id = ? AND owner IN (?, ?)"
+                ),
                 (self.owner, now, row[0], owner, self.owner),
                 retry=True,
             )

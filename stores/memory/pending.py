@@ -22,7 +22,8 @@ def pending(store: Any, user_id: str) -> list[AuditEntry]:
     """This user's memories still waiting for confirmation, oldest first."""
     held = store.audit.list(user_id=user_id, status="pending", limit=1000)
     done = {
-        e.memory_id for e in store.audit.list(user_id=user_id, limit=10_000)
+        e.memory_id
+        for e in store.audit.list(user_id=user_id, limit=10_000)
         if e.memory_id and e.memory_id.startswith(RESOLVED_PREFIX)
     }
     return [e for e in reversed(held) if f"{RESOLVED_PREFIX}{e.id}" not in done]
@@ -32,7 +33,9 @@ def _find(store: Any, user_id: str, pending_id: int) -> AuditEntry:
     for entry in pending(store, user_id):
         if entry.id == pending_id:
             return entry
-    raise PendingMemoryError(f"no pending memory {pending_id} for user {user_id!r} (kb-agent memories pending)")
+    raise PendingMemoryError(
+        f"no pending memory {pending_id} for user {user_id!r} (kb-agent memories pending)"
+    )
 
 
 def confirm(store: Any, user_id: str, pending_id: int) -> AuditEntry:

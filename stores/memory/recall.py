@@ -9,6 +9,8 @@ import functools
 import math
 from collections.abc import Mapping
 
+import numpy as np
+
 from stores.fusion import convex
 from stores.text_analysis import tokenize
 
@@ -63,3 +65,73 @@ def fuse(
         normalise={"keyword": "max", "vector": "minmax"},
     )
     return {mid: score for mid, score, _ in fused}
+
+
+# Neutral memories, one set per language: what "a memory unrelated to the question" scores. A small
+# multilingual embedder scores by language first (a Chinese question is ~0.1 closer to any Chinese text
+# than to any English one), so a memory's similarity only means something against unrelated memories
+# in its own language, scored for the same question.
+REFERENCE_MEMORIES = {
+    "en": (
+        "The user has a sister who teaches music",
+        "The user drives an old blue car",
+        "The user visited Rome last spring",
+        "The user is learning to cook Thai food",
+        "The user's favourite season is autumn",
+        "The user collects old coins",
+        "The user watches football on Sundays",
+        "The user grew up near the sea",
+        "The user reads science fiction",
+        "The user keeps a vegetable garden",
+        "The user asked about parking at the office",
+        "The user wants replies in a formal tone",
+    ),
+    "zh": (
+        "用户有一个教音乐的姐姐",
+        "用户开一辆旧的蓝色汽车",
+        "用户去年春天去过罗马",
+        "用户在学做泰国菜",
+        "用户最喜欢秋天",
+        "用户收藏旧硬币",
+        "用户周日看足球",
+        "用户在海边长大",
+        "用户喜欢读科幻小说",
+        "用户有一个菜园",
+        "用户问过：公司停车位怎么申请",
+        "用户希望回复语气正式",
+    ),
+}
+# A memory is related to the question when it shares a term with it, or when its vector similarity is at
+# least this far above the unrelated memories of its language (their mean + 1.5 standard deviations).
+# Chosen on bench/data/memory_relevance.json (bench/memory_relevance.py, bench/README.md).
+RELEVANT_MARGIN = 0.02
+
+
+def reference_language(text: str) -> str:
+    return "zh" if any("\u4e00" <= ch <= "\u9fff" for ch in text) else "en"
+
+
+def baselines(query_vector: np.ndarray, references: Mapping[str, np.ndarray]) -> dict[str, float]:
+    """Per language, how similar an unrelated memory is to the query: mean + 1.5 sd of the references."""
+    out = {}
+    for lang, vectors in references.items():
+        sims = vectors @ np.asarray(query_vector, dtype=np.float32).ravel()
+        out[lang] = float(sims.mean() + 1.5 * sims.std())
+    return out
+
+
+def related(
+    keyword: Mapping[str, float],
+    similarity: Mapping[str, float],
+    contents: Mapping[str, str],
+    baseline: Mapping[str, float],
+    margin: float = RELEVANT_MARGIN,
+) -> set[str]:
+    """The memories judged related to the question: a shared term, or a similarity ``margin`` above the
+    unrelated memories of the memory's language."""
+    out = {mid for mid, score in keyword.items() if score > 0}
+    for mid, sim in similarity.items():
+        base = baseline.get(reference_language(contents.get(mid, "")))
+        if base is not None and sim - base >= margin:
+            out.add(mid)
+    return out

