@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.table import Table
+from rich.table import Column, Table
 
 from cli.terminal import Terminal, json_text, shown
 from stores.base import MEMORY_TYPES, MemoryRecord
@@ -65,6 +65,19 @@ def short_ids(ids: list[str]) -> dict[str, str]:
     return shown_as
 
 
+def shown_ids(ids: list[str]) -> tuple[dict[str, str], str | None]:
+    """How a table shows ``ids``, and its caption: short unique prefixes on a terminal (the table must fit),
+    whole ids when the output goes to a file or another program, which may pass them on."""
+    if not out.is_terminal:
+        return {one: one for one in ids}, None
+    return short_ids(ids), _ID_CAPTION
+
+
+def _id_column(shown_as: dict[str, str], header: str = "id") -> Column:
+    """An id column never cut nor wrapped: the other columns give way, since an id is copied to be used."""
+    return Column(header, no_wrap=True, min_width=max(map(len, shown_as.values()), default=len(header)))
+
+
 def _resolve(store: ChromaMemoryStore, user_id: str, given: str) -> str:
     """The id ``given`` names: itself, or the one id of this user's memories it is the start of (as
     tables show them); an unknown id is returned as is, for the store's own answer."""
@@ -85,8 +98,8 @@ def _show(records: list[MemoryRecord], as_json: bool) -> None:
     if not records:
         out.print("[dim]no memories[/dim]")
         return
-    table = Table("id", "type", "content", "updated", "expires", caption=_ID_CAPTION)
-    short = short_ids([m.get("id", "") for m in records])
+    short, caption = shown_ids([m.get("id", "") for m in records])
+    table = Table(_id_column(short), "type", "content", "updated", "expires", caption=caption)
     for m in records:
         table.add_row(
             short[m.get("id", "")],
@@ -186,8 +199,8 @@ def audit_history(
     if as_json:
         typer.echo(json_text([e.as_dict() for e in entries]))
         return
-    table = Table("time", "source", "action", "status", "memory", "old → new / reason")
-    short = short_ids([e.memory_id for e in entries if e.memory_id])
+    short, _ = shown_ids([e.memory_id for e in entries if e.memory_id])
+    table = Table("time", "source", "action", "status", _id_column(short, "memory"), "old → new / reason")
     for e in entries:
         detail: Any = e.reason if e.status == "rejected" else f"{e.old_content or ''} → {e.new_content or ''}"
         if e.rule:

@@ -66,10 +66,10 @@ class OfflineChatModel(LocalChatModel):
             question, memory_intents.memories_in_prompt(messages)
         ):
             kb_steps = []  # "remember that my team is L1-1" is never arithmetic
+        if kb_steps is None and tool_intents.missing_capability(question, names):
+            kb_steps = []  # "今天杭州天气怎么样？" is neither a date question nor one for the documents
         if kb_steps is None:
             kb_steps = kb_intents.plan_kb_steps(question, names, messages)
-        if kb_steps is None and tool_intents.missing_capability(question, names):
-            kb_steps = []  # "今天杭州天气怎么样？" is not a date question: say what is missing instead
         rounds = intents.rounds_of(kb_steps if kb_steps is not None else intents.plan_steps(question, names))
         if not rounds and kb_steps is None and "calculator" in names:
             # "把第一个问题的结果乘以 2": an earlier turn's result, from the history or the running summary.

@@ -36,9 +36,37 @@ _DELETE = [
 
 # What no built-in tool can know: asked for, the offline model says so instead of answering something else.
 _NO_TOOL: list[tuple[re.Pattern[str], str, str, str]] = [
-    (re.compile(r"天气|气温|下雨|下雪|\bweather\b|\bforecast\b", re.I), "weather", "天气", "the weather"),
-    (re.compile(r"股价|\bstock (?:price|market)\b", re.I), "stock", "股价", "stock prices"),
-    (re.compile(r"汇率|\bexchange rate\b", re.I), "exchange", "汇率", "exchange rates"),
+    (re.compile(r"天气|气温|下雨|下雪|\bweather\b|\bforecast\b", re.I), "weather", "查询天气", "the weather"),
+    (re.compile(r"股价|\bstock (?:price|market)\b", re.I), "stock", "查询股价", "stock prices"),
+    (re.compile(r"汇率|\bexchange rate\b", re.I), "exchange", "查询汇率", "exchange rates"),
+    (
+        re.compile(
+            r"(?:发|写|寄)(?:一)?封?(?:电子)?邮件|\b(?:send|write)\b.{0,30}\be-?mail\b|\be-?mail (?:him|her|them)\b",
+            re.I,
+        ),
+        "mail",
+        "发送邮件",
+        "sending e-mail",
+    ),
+    (
+        re.compile(
+            r"发(?:一条|个)?(?:消息|短信|微信)|\bsend\b.{0,30}\b(?:message|text|sms)\b|\btext (?:him|her|them)\b",
+            re.I,
+        ),
+        "message",
+        "发送消息",
+        "sending messages",
+    ),
+    (
+        re.compile(
+            r"(?:订|预订|预定)[^，。？?]{0,12}?(?:机票|火车票|车票|门票|酒店|房间|餐厅|座位)|"
+            r"\bbook\b.{0,20}\b(?:flight|hotel|room|table|ticket|train)s?\b",
+            re.I,
+        ),
+        "book",
+        "预订",
+        "bookings",
+    ),
 ]
 
 
@@ -109,11 +137,11 @@ def unavailable_reply(question: str, tools: set[str]) -> str | None:
         names = ", ".join(sorted(tools)) or ("无" if zh else "none")
         if zh:
             return (
-                f"我没有查询{missing[0]}的工具，所以回答不了这个问题（不会拿别的信息凑数）。本轮可用的工具：{names}。"
-                "接入提供这类工具的模型或 MCP 服务器后再问。"
+                f"这里做不到：我没有{missing[0]}的工具，所以不会拿别的信息凑数。本轮可用的工具：{names}。"
+                "接入提供这类工具的模型或 MCP 服务器后再试。"
             )
         return (
-            f"I have no tool for {missing[1]}, so I cannot answer this (and will not guess). Tools available "
+            f"I can't do that here: I have no tool for {missing[1]}, and I will not guess. Tools available "
             f"this turn: {names}. Connect a model or an MCP server that offers one, then ask again."
         )
     if document_to_delete(question) and "delete_document" not in tools:

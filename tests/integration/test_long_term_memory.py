@@ -444,12 +444,28 @@ def test_memory_tables_show_ids_that_edit_and_delete_take_as_shown(monkeypatch: 
     ]
 
     table = run(app, ["memories", "list", "--user", "erin"]).stdout
+    assert memory_id in table and "ids shortened" not in table  # output to a program: whole ids
+    assert memory_id in run(app, ["memories", "audit", "--user", "erin"]).stdout
     short = memory_cli.short_ids([memory_id])[memory_id]
-    assert short in table and "…" not in table.split(short)[1][:1]  # shown whole, however narrow
     assert run(app, ["memories", "edit", short, "用户在深圳工作", "--user", "erin"]).exit_code == 0
     assert short in run(app, ["memories", "audit", "--user", "erin"]).stdout
     assert run(app, ["memories", "delete", short, "--user", "erin"]).exit_code == 0
     assert json.loads(run(app, ["memories", "list", "--user", "erin", "--json"]).stdout) == []
+
+
+def test_a_terminal_gets_short_ids_never_cut(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rich.console import Console
+
+    monkeypatch.setattr(memory_cli, "out", Console(force_terminal=True, width=50, record=True))
+    ids = ["mem_abcdef0123aa45", "mem_ffff000011cc67"]
+    shown_as, caption = memory_cli.shown_ids(ids)
+    assert shown_as == {"mem_abcdef0123aa45": "mem_abcdef01", "mem_ffff000011cc67": "mem_ffff0000"}
+    assert caption and "as shown" in caption
+    memory_cli._show(
+        [{"id": one, "memory_type": "semantic", "content": "用户喜欢很长很长的回答" * 5} for one in ids], False
+    )
+    text = memory_cli.out.export_text()
+    assert "mem_abcdef01 " in text and "mem_ffff0000 " in text  # the column gives way to nothing
 
 
 def test_short_ids_grow_until_they_tell_ids_apart() -> None:

@@ -74,3 +74,22 @@ def test_summary_requests_with_a_passage_count_call_generate_summary_with_max_do
 def test_a_summary_request_without_a_count_keeps_the_default(kb_home: Path) -> None:
     _, calls = _ask("整理一下知识库里 RAG 的内容")
     assert calls == [("generate_summary", {"topic": "RAG"})]
+
+
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        ("麻烦帮我给人事部写一封邮件", "发送邮件"),
+        ("帮我订一张明天去广州的火车票", "预订"),
+        ("Please text her that the meeting moved", "sending messages"),
+        ("book a hotel room in Lyon for two nights", "bookings"),
+        ("腾讯现在的股价是多少？", "股价"),
+    ],
+)
+def test_a_request_for_a_tool_nobody_registered_says_it_cannot_be_done_here(
+    kb_home: Path, question: str, kind: str
+) -> None:
+    answer, calls = _ask(question)
+    assert calls == [] and kind in answer
+    assert ("这里做不到" in answer) or ("can't do that here" in answer)
+    assert "根据知识库" not in answer and "From the knowledge base" not in answer
