@@ -8,7 +8,8 @@ import math
 import re
 import threading
 import unicodedata
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 _CJK = re.compile(r"[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef]")
 _PIECES = re.compile(r"[A-Za-z]+|\d+|[^\sA-Za-z\d]")
@@ -39,7 +40,7 @@ def estimate_tokens(text: str) -> int:
 # -- keyword analysis (BM25) ---------------------------------------------------------------------
 # Queries and documents must go through the same analysis, so BM25 stores record ANALYZER_VERSION:
 # bump it whenever the rules below change, and re-index (stored tokens would no longer meet queries).
-ANALYZER_VERSION = "1"
+ANALYZER_VERSION = "2"  # 2: a chunk's title, heading and file name are indexed with its text
 
 _HAN_RUN = re.compile(r"([\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+)")  # what jieba segments
 _WORD = re.compile(r"\d+(?:\.\d+)+|[^\W_]+")  # decimals ("2.5") stay whole; letters/digits otherwise
@@ -149,6 +150,17 @@ def tokenize(text: str) -> list[str]:
         else:
             tokens.extend(stem(word) for word in _WORD.findall(piece) if word not in EN_STOP_WORDS)
     return tokens
+
+
+def indexed_text(text: str, metadata: Mapping[str, Any]) -> str:
+    """What BM25 indexes for a chunk: its document's title, its section heading and its file name, then its
+    text. Headings are kept out of the chunk text (they are metadata), so without this a one-word query
+    naming a document ("onboarding" for notes/onboarding.md, "# Onboarding") would find nothing."""
+    source = str(metadata.get("source") or "")
+    stem = source.rsplit("/", 1)[-1].rsplit(".", 1)[0] if source else ""
+    heads = dict.fromkeys(str(h).strip() for h in (metadata.get("title"), metadata.get("section"), stem) if h)
+    heads.pop("", None)
+    return "\n".join([*heads, text]) if heads else text
 
 
 def tokenize_many(texts: Iterable[str]) -> list[list[str]]:

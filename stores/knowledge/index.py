@@ -34,6 +34,7 @@ from stores.chroma import (
 from stores.embeddings import Embedder
 from stores.knowledge.groups import FLAG_PREFIXES, clean_groups, group_key
 from stores.knowledge.manifest import FileRecord, Manifest
+from stores.text_analysis import indexed_text
 
 if TYPE_CHECKING:
     from stores.knowledge.bm25_index import BM25Index
@@ -208,8 +209,12 @@ class KnowledgeIndex:
             self.bm25.remove(stale)
             for start in range(0, len(fetch), page):
                 ids = fetch[start : start + page]
-                got = self.collection.get(ids=ids, include=["documents"])
-                texts = dict(zip(got["ids"], got["documents"] or [], strict=False))
+                got = self.collection.get(ids=ids, include=["documents", "metadatas"])
+                metas = got["metadatas"] or [{}] * len(got["ids"])
+                texts = {
+                    cid: indexed_text(text or "", meta or {})
+                    for cid, text, meta in zip(got["ids"], got["documents"] or [], metas, strict=False)
+                }
                 self.texts_fetched += len(texts)
                 # a chunk the manifest names but Chroma lacks is left out: ``repair`` reports it
                 rows = [(cid, texts[cid] or "", groups[cid]) for cid in ids if cid in texts]
@@ -328,9 +333,13 @@ class KnowledgeIndex:
             self.bm25.clear()
             with self.bm25.batch():
                 for page in self.stored(["documents", "metadatas"]):
-                    rows = zip(page["ids"], page["documents"], page["metadatas"], strict=True)
-                    groups = (clean_groups(str(m.get("groups", "")).split(",")) for _, _, m in rows)
-                    self.bm25.upsert(list(zip(page["ids"], page["documents"], groups, strict=True)))
+                    rows = list(zip(page["ids"], page["documents"], page["metadatas"], strict=True))
+                    self.bm25.upsert(
+                        [
+                            (cid, indexed_text(text or "", meta or {}), clean_groups(str(meta.get("groups", "")).split(",")))
+                            for cid, text, meta in rows
+                        ]
+                    )
             return len(self.bm25)
 
     @staticmethod

@@ -364,7 +364,7 @@ def write_batch(
 ) -> int:
     """Embed and store one file's chunks outside the pipeline (benchmarks that load chunks without files);
     returns how many were embedded. Writes Chroma and BM25, not the manifest."""
-    from stores.text_analysis import tokenize
+    from stores.text_analysis import indexed_text, tokenize
 
     existing = index.collection.get(ids=[c.id for c in batch], include=["metadatas"])
     flags = {
@@ -377,7 +377,7 @@ def write_batch(
     rows = [
         _Row(
             c,
-            tokenize(c.text),
+            tokenize(indexed_text(c.text, c.metadata)),
             groups,
             flags.get(c.id, set()),
             vectors.get(c.id),

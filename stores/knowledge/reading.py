@@ -170,11 +170,11 @@ class _Stopped(Exception):
 
 def _pieces(doc: Any, groups: list[str], chunk_tokens: int) -> Iterator[list[tuple[Chunk, list[str]]]]:
     from stores.knowledge.chunking import chunk_document
-    from stores.text_analysis import tokenize
+    from stores.text_analysis import indexed_text, tokenize
 
     piece: list[tuple[Chunk, list[str]]] = []
     for chunk in chunk_document(doc, groups, max_tokens=chunk_tokens):
-        piece.append((chunk, tokenize(chunk.text)))
+        piece.append((chunk, tokenize(indexed_text(chunk.text, chunk.metadata))))
         if len(piece) >= PIECE:
             yield piece
             piece = []

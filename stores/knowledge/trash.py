@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from stores.knowledge.manifest import FileRecord
 from stores.postgres import is_postgres
 from stores.sql import Database, open_database
+from stores.text_analysis import indexed_text
 
 if TYPE_CHECKING:
     from stores.knowledge.index import KnowledgeIndex
@@ -228,7 +229,7 @@ def restore(index: KnowledgeIndex, trash: Trash, trash_id: int) -> FileRecord:
                 documents=[c["text"] for c in chunks],
                 metadatas=[c["metadata"] for c in chunks],
             )
-            index.bm25.upsert([(c["id"], c["text"], record.groups) for c in chunks])
+            index.bm25.upsert([(c["id"], indexed_text(c["text"], c["metadata"]), record.groups) for c in chunks])
         index.manifest.apply([record], [])  # moves the index version: every replica's BM25 follows
         index.wrote()
         trash.purge(trash_id)  # last: a crash before this leaves it restorable, never lost

@@ -691,3 +691,31 @@ def test_convex_fusion_is_an_option(tmp_path: Path, embedder: CountingEmbedder) 
     assert [p["id"] for p in convex_kb.search("merger plan ACME", top_k=1)] == ["plan.md#0"]
     with pytest.raises(ValueError, match="unknown fusion"):
         KnowledgeBase(tmp_path / "data", embedder=embedder, fusion="borda")
+
+
+def test_a_one_word_query_finds_a_document_by_its_title_heading_or_file_name(
+    tmp_path: Path, kb: KnowledgeBase
+) -> None:
+    docs = tmp_path / "docs"
+    write(docs / "guides" / "relocation.md", "# Relocation\n\nMovers are booked by the facilities desk.\n")
+    write(docs / "hr" / "福利.md", "# 员工福利\n\n## 补充医疗\n\n每年体检一次，费用由公司承担。\n")
+    write(docs / "ops" / "runbook_zx81.txt", "Restart the queue worker, then drain the dead letters.\n")
+    kb.ingest([docs])
+
+    def found(query: str) -> list[str]:
+        return [hit["source"] for hit in kb.search(query, user_id="u", groups=["public"], mode="bm25")]
+
+    assert found("relocation") == ["guides/relocation.md"]  # the title, not in any chunk's text
+    assert found("补充医疗") == ["hr/福利.md"]  # a section heading
+    assert found("runbook_zx81") == ["ops/runbook_zx81.txt"]  # an identifier: the file's name
+    assert [h["text"] for h in kb.search("relocation", user_id="u", groups=["public"], mode="bm25")] == [
+        "Movers are booked by the facilities desk."
+    ]  # the passage itself is unchanged: headings stay metadata
+    assert_consistent(kb)
+    # restored from the trash and rebuilt from Chroma, the index holds the same terms
+    _, trash_id = kb.delete_to_trash("guides/relocation.md")
+    assert found("relocation") == []
+    kb.restore(trash_id)
+    assert found("relocation") == ["guides/relocation.md"]
+    kb.index.rebuild_bm25()
+    assert found("runbook_zx81") == ["ops/runbook_zx81.txt"]
