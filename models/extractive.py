@@ -43,6 +43,13 @@ def relevance(question: str, text: str) -> float:
     return len(wanted & set(tokenize(text))) / len(wanted) if wanted else 0.0
 
 
+def passage_words(passage: dict[str, Any]) -> str:
+    """What a passage says for judging relevance: its heading (document title, section) and its text, as
+    the keyword index reads it; the quote is taken from the text alone."""
+    heads = [str(passage.get(key) or "") for key in ("heading", "title", "section")]
+    return " ".join([*filter(None, heads), str(passage.get("text", ""))])
+
+
 def answer_from_passages(
     question: str, passages: Sequence[dict[str, Any]], *, cut: float | None = None
 ) -> str:
@@ -52,7 +59,7 @@ def answer_from_passages(
     """
     zh = has_cjk(question)
     if cut is not None:
-        passages = [p for p in passages if relevance(question, str(p.get("text", ""))) >= cut]
+        passages = [p for p in passages if relevance(question, passage_words(p)) >= cut]
     if not passages:
         return (
             "知识库中没有找到与这个问题相关的资料。"

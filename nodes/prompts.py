@@ -6,6 +6,7 @@ system message stays byte-identical across the turns of a thread (a provider's p
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 SYSTEM = {
@@ -76,9 +77,23 @@ def turn_context(
         )
         parts.append(MEMORIES[lang].format(items=items))
     if passages:
-        items = "\n".join(f"[{p.get('id')}] {p.get('text', '')}" for p in passages)
+        items = "\n".join(f"[{p.get('id')}] {heading_mark(p)}{p.get('text', '')}" for p in passages)
         parts.append(PASSAGES[lang].format(items=items))
     return "\n\n".join(parts)
+
+
+def heading(metadata: Mapping[str, Any]) -> str:
+    """A passage's document title and section heading, "Title › Section" (one when they are the same)."""
+    parts = dict.fromkeys(str(metadata.get(key) or "").strip() for key in ("title", "section"))
+    parts.pop("", None)
+    return " › ".join(parts)
+
+
+def heading_mark(passage: Mapping[str, Any]) -> str:
+    """The heading before a passage's text in the prompt, "⟨Onboarding⟩ ": the chunk text leaves it out,
+    and a passage often only makes sense under its heading."""
+    found = heading(passage.get("metadata") or {})
+    return f"⟨{found}⟩ " if found else ""
 
 
 def budget_note(lang: str, remaining: dict[str, Any]) -> str:

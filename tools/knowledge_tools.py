@@ -55,6 +55,7 @@ def _passage_view(p: Passage) -> dict[str, Any]:
     return {
         "id": p.get("id"),
         "source": p.get("source") or meta.get("source"),
+        "title": meta.get("title") or None,
         "section": meta.get("section") or None,
         "score": round(float(p.get("score", 0.0)), 4),
         "text": text if len(text) <= PASSAGE_CHARS else text[:PASSAGE_CHARS] + "…",

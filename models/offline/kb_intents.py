@@ -14,7 +14,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
-from models.extractive import RELEVANCE_CUT, answer_from_passages, relevance, summary_head
+from models.extractive import RELEVANCE_CUT, answer_from_passages, passage_words, relevance, summary_head
 from models.offline.intents import Step
 from models.offline.numbers import zh_number
 from models.tokens import has_cjk
@@ -80,7 +80,7 @@ _TOPIC_PATTERNS = [
 ]
 _FILLER = re.compile(r"知识库(?:里|中)?|一下|请|帮我|给我|\bthe knowledge base\b|\bplease\b", re.IGNORECASE)
 _PASSAGE_BLOCK = re.compile(r"<(检索资料|retrieved_passages)[^>]*>\n(.*?)\n</\1>", re.S)
-_PASSAGE_LINE = re.compile(r"^\[([^\]\n]+)\] (.*?)(?=\n\[[^\]\n]+\] |\Z)", re.M | re.S)
+_PASSAGE_LINE = re.compile(r"^\[([^\]\n]+)\] (?:⟨([^⟩\n]*)⟩ )?(.*?)(?=\n\[[^\]\n]+\] |\Z)", re.M | re.S)
 
 
 def topic_of(question: str) -> str:
@@ -163,7 +163,7 @@ def describe_kb_result(tool: str, content: str, zh: bool, question: str) -> str 
         # The same test as for passages retrieved before the model: a hit that shares under half of what
         # was searched for is not quoted as the answer (a lone hit scores 1.0 whatever it says).
         query = str(data.get("query") or question)
-        relevant = [p for p in passages if relevance(query, str(p.get("text", ""))) >= RELEVANCE_CUT]
+        relevant = [p for p in passages if relevance(query, passage_words(p)) >= RELEVANCE_CUT]
         if not relevant:
             if zh:
                 return f"搜索找到 {len(passages)} 段资料（{ids}），但都与「{query}」关系不大，不能作为答案。"
@@ -225,7 +225,8 @@ def passages_in_prompt(messages: Sequence[BaseMessage]) -> list[dict[str, str]]:
             block = _PASSAGE_BLOCK.search(message.text)
             if block:
                 return [
-                    {"id": m.group(1), "text": m.group(2)} for m in _PASSAGE_LINE.finditer(block.group(2))
+                    {"id": m.group(1), "heading": m.group(2) or "", "text": m.group(3)}
+                    for m in _PASSAGE_LINE.finditer(block.group(2))
                 ]
     return []
 

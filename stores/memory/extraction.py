@@ -219,7 +219,8 @@ def _propose(
 # A statement about oneself ("我对花生过敏", "I'm allergic to peanuts", "my blood pressure is high"), after
 # whatever introduces it ("不对，", "其实", "no, these days", "actually").
 _ZH_SELF_FACT = re.compile(
-    r"^(?:(?:其实|另外|还有|顺便说一下|对了|不对|不是的|错了|更正一下|纠正一下|哦|嗯)[，,！!]?\s*)*(?P<body>我(?!们).+)$"
+    r"^(?:(?:其实|另外|还有|顺便说一下|对了|不对|不是的|错了|更正一下|纠正一下|哦|嗯)[，,！!]?\s*)*"
+    r"(?:[^，,。我]{1,12}[，,]\s*)?(?P<body>我(?!们).+)$"  # "不是杭州啦，我…": one short clause before
 )
 _EN_SELF_FACT = re.compile(
     r"^(?:(?:also|actually|btw|no|nope|well|oh|sorry|correction|these\s+days|nowadays|now|lately|in\s+fact)"

@@ -25,6 +25,7 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from stores.audit import AuditEntry, AuditStore
 from stores.base import MemoryRecord
 from stores.embeddings import Embedder
+from stores.memory.attributes import asked_attribute, attribute_of
 from stores.memory.checks import memory_tool_ran
 from stores.memory.recall import (
     REFERENCE_MEMORIES,
@@ -262,6 +263,8 @@ class ChromaMemoryStore:
         similarity = {m: 1.0 - float(d) for m, d in pairs if m in by_id}
         baseline = baselines(query_vector, self._references())
         close = related(keyword, similarity, contents, baseline)
+        if (asked := asked_attribute(query)) is not None:  # "where do I work?" and "employed at …"
+            close |= {mid for mid, text in contents.items() if attribute_of(text) == asked}
         # Ranked by how far each memory stands above the unrelated ones of its own language: a question
         # is closer to every text in its language, which would bury a memory written in the other one.
         vector = {m: sim - baseline[reference_language(contents[m])] for m, sim in similarity.items()}

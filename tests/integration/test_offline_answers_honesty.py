@@ -95,3 +95,21 @@ def test_a_request_for_a_tool_nobody_registered_says_it_cannot_be_done_here(
     assert calls == [] and kind in answer
     assert ("这里做不到" in answer) or ("can't do that here" in answer)
     assert "根据知识库" not in answer and "From the knowledge base" not in answer
+
+
+@pytest.mark.parametrize(("question", "cited"), [("parking", "garage.md#0"), ("访客登记", "front-desk.md#0")])
+def test_a_question_naming_only_a_documents_heading_is_answered_from_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, question: str, cited: str
+) -> None:
+    from graph.services import open_knowledge_base
+    from nodes.settings import Settings
+
+    monkeypatch.setenv("KB_AGENT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("KB_AGENT_EMBEDDER", "hashing")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "garage.md").write_text("# Parking\n\nLevel B2 is reserved for visitors until noon.\n", "utf-8")
+    (docs / "front-desk.md").write_text("# 前台\n\n## 访客登记\n\n来访人员出示证件，领取临时门卡。\n", "utf-8")
+    open_knowledge_base(Settings(), create=True).ingest([docs])
+    answer, _ = _ask(question)
+    assert f"[{cited}]" in answer and "nothing relevant" not in answer and "没有找到" not in answer

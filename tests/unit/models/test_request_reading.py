@@ -39,3 +39,19 @@ def test_the_offline_model_answers_from_passages_appended_to_the_question() -> N
     sent = request([HumanMessage("线程存在哪里？")], remaining=REMAINING, passages=PASSAGES)
     answer = OfflineChatModel().invoke(sent)
     assert "[docs/a.md#0]" in answer.text and "预算" not in answer.text
+
+
+def test_passages_carry_their_heading_and_the_offline_model_reads_it_apart_from_the_text() -> None:
+    from models.offline.kb_intents import passages_in_prompt
+
+    passages = [
+        {"id": "h.md#0", "text": "Bring the signed form.", "metadata": {"title": "Leave", "section": "Sick leave"}},
+        {"id": "h.md#1", "text": "No heading here.", "metadata": {}},
+    ]
+    block = prompts.turn_context("en", None, passages)
+    assert "[h.md#0] ⟨Leave › Sick leave⟩ Bring the signed form." in block and "[h.md#1] No heading here." in block
+    read = passages_in_prompt([SystemMessage(block)])
+    assert read == [
+        {"id": "h.md#0", "heading": "Leave › Sick leave", "text": "Bring the signed form."},
+        {"id": "h.md#1", "heading": "", "text": "No heading here."},
+    ]

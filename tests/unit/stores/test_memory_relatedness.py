@@ -54,3 +54,21 @@ def test_related_needs_a_margin_over_the_unrelated_memories_of_the_same_language
     similarity = {"a": 0.73, "b": 0.81}  # b is closer in raw terms, but only a stands out in its language
     assert related({}, similarity, contents, baseline, margin=0.02) == {"a"}
     assert related({"b": 1.2}, similarity, contents, baseline, margin=0.02) == {"a", "b"}
+
+
+@pytest.mark.parametrize(
+    ("question", "content"),
+    [
+        ("who employs me these days?", "The user is employed at Umbrella"),
+        ("我家在哪？", "用户上个月搬到了厦门"),
+        ("What should you call me?", "The user's name is Robin"),
+    ],
+)
+def test_a_question_for_a_single_valued_fact_relates_the_memory_holding_it(
+    tmp_path: Path, question: str, content: str
+) -> None:
+    memory = ChromaMemoryStore(tmp_path, embedder=HashingEmbedder())
+    memory.add("cy", "semantic", content)
+    memory.add("cy", "semantic", "The user likes green tea")
+    by_content = {m["content"]: m["related"] for m in memory.recall("cy", question)}
+    assert by_content[content] is True and by_content["The user likes green tea"] is False

@@ -533,6 +533,7 @@ def test_first_person_statements_become_correct_third_person(text: str, content:
         ("不是的，我目前住在南京", "home_zh", "南京"),
         ("其实我已经搬到苏州了", "home_zh", "苏州"),
         ("我现在在厦门", "home_zh", "厦门"),
+        ("不是西安哦，我已经搬去青岛了", "home_zh", "青岛"),
         ("Correction: I relocated to Lisbon in May", "home_en", "Lisbon"),
         ("I'm in Oslo now, not Porto", "home_en", "Oslo"),
         ("我上周入职了字节跳动", "job", "字节跳动"),
