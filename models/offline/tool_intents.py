@@ -41,7 +41,7 @@ _NO_TOOL: list[tuple[re.Pattern[str], str, str, str]] = [
     (re.compile(r"汇率|\bexchange rate\b", re.I), "exchange", "查询汇率", "exchange rates"),
     (
         re.compile(
-            r"(?:发|写|寄)(?:一)?封?(?:电子)?邮件|\b(?:send|write)\b.{0,30}\be-?mail\b|\be-?mail (?:him|her|them)\b",
+            r"(?:发|写|寄)(?:一)?封?(?:电子)?邮件|\b(?:send|write)\b.{0,30}\be-?mail\b|^\s*(?:please\s+)?e-?mail\s+(?!address)\w+",
             re.I,
         ),
         "mail",
@@ -50,7 +50,7 @@ _NO_TOOL: list[tuple[re.Pattern[str], str, str, str]] = [
     ),
     (
         re.compile(
-            r"发(?:一条|个)?(?:消息|短信|微信)|\bsend\b.{0,30}\b(?:message|text|sms)\b|\btext (?:him|her|them)\b",
+            r"发(?:一条|个)?(?:消息|短信|微信)|\bsend\b.{0,30}\b(?:message|text|sms)\b|^\s*(?:please\s+)?(?:text|message|ping)\s+(?:him|her|them|my|the)\b",
             re.I,
         ),
         "message",
@@ -59,7 +59,7 @@ _NO_TOOL: list[tuple[re.Pattern[str], str, str, str]] = [
     ),
     (
         re.compile(
-            r"(?:订|预订|预定)[^，。？?]{0,12}?(?:机票|火车票|车票|门票|酒店|房间|餐厅|座位)|"
+            r"(?:订|预订|预定)[^，。？?]{0,12}?(?:票|酒店|房间|餐厅|座位|位子)|"
             r"\bbook\b.{0,20}\b(?:flight|hotel|room|table|ticket|train)s?\b",
             re.I,
         ),

@@ -224,7 +224,7 @@ _ZH_SELF_FACT = re.compile(
 )
 _EN_SELF_FACT = re.compile(
     r"^(?:(?:also|actually|btw|no|nope|well|oh|sorry|correction|these\s+days|nowadays|now|lately|in\s+fact)"
-    r"\b[,:!]?\s*)*(?P<body>(?:i\b|i'm\b|my\b).+)$",
+    r"\b[,:!]?\s*)*(?:[^,:;.!?]{1,20}[,:]\s*)?(?P<body>(?:i\b|i'm\b|my\b).+)$",
     re.I,
 )
 

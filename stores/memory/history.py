@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from stores.base import MemoryRecord
+from stores.memory.attributes import asked_attribute
 from stores.memory.checks import high_risk, sensitive_kinds
 from stores.text_analysis import has_cjk, tokenize
 
@@ -70,7 +71,9 @@ def asked_question(text: str) -> str | None:
     question = " ".join(text.split())
     if not question or not _ASKS.search(question) or len(question) > MAX_QUESTION_CHARS:
         return None
-    if _ABOUT_USER.search(question) or _ARITHMETIC.search(question) or _CLOCK.search(question):
+    if _ABOUT_USER.search(question) or asked_attribute(question) is not None:
+        return None
+    if _ARITHMETIC.search(question) or _CLOCK.search(question):
         return None
     if high_risk(question) is not None or sensitive_kinds(question) or not _topic(question):
         return None

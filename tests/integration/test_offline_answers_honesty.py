@@ -86,6 +86,8 @@ def test_a_summary_request_without_a_count_keeps_the_default(kb_home: Path) -> N
         ("Please text her that the meeting moved", "sending messages"),
         ("book a hotel room in Lyon for two nights", "bookings"),
         ("腾讯现在的股价是多少？", "股价"),
+        ("email the auditors that the report is late", "sending e-mail"),
+        ("订两张周六去上海的高铁票", "预订"),
     ],
 )
 def test_a_request_for_a_tool_nobody_registered_says_it_cannot_be_done_here(

@@ -76,6 +76,8 @@ def test_another_topic_is_another_memory() -> None:
     [
         "我在哪个城市生活？",  # about the user: answered from memory, not history
         "what is my name?",
+        "who is my employer?",
+        "我家在哪？",
         "Do you remember what I told you?",
         "算一下 17 × 23 是多少",
         "今天星期几？",

@@ -538,6 +538,7 @@ def test_first_person_statements_become_correct_third_person(text: str, content:
         ("I'm in Oslo now, not Porto", "home_en", "Oslo"),
         ("我上周入职了字节跳动", "job", "字节跳动"),
         ("these days I work at a bakery", "job", "bakery"),
+        ("update: I joined Fabrikam last week", "job", "Fabrikam"),
     ],
 )
 def test_a_new_value_for_a_single_valued_fact_updates_the_memory_holding_it(
