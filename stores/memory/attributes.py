@@ -98,13 +98,13 @@ def replaced_by(statement: str, content: str, memories: Sequence[MemoryRecord]) 
 _ASKED = {
     RESIDENCE: re.compile(
         r"住(?:在)?(?:哪|什么地方)|在哪(?:个城市|个地方)|哪个城市|家在哪|"
-        r"\bwhere\s+(?:do|did)\s+i\s+live\b|\bwhere\s+am\s+i\s+(?:based|living|from)\b|"
+        r"住址|\bwhere\s+(?:do\s+|did\s+)?i\s+live\b|\bwhere\s+am\s+i\s+(?:based|living|from)\b|"
         r"\bwhich\s+(?:city|town|country)\b|\bmy\s+(?:home\s+)?(?:address|city|town)\b",
         re.I,
     ),
     WORKPLACE: re.compile(
-        r"在哪(?:里|儿)?(?:工作|上班)|(?:工作|上班)(?:的地方)?在哪|哪(?:家|个)公司|什么公司|"
-        r"\bwhere\s+do\s+i\s+work\b|\bwho\s+(?:do\s+i\s+work\s+for|employs\s+me)\b|"
+        r"在哪(?:里|儿)?(?:工作|上班)|(?:工作|上班)(?:的地方)?在哪|哪(?:家|个)公司|什么公司|工作单位|我的公司|"
+        r"\bwhere\s+(?:do\s+)?i\s+work\b|\bwho\s+(?:do\s+i\s+work\s+for|employs\s+me)\b|"
         r"\bmy\s+(?:employer|company|workplace)\b|\bwhat\s+(?:company|firm)\b",
         re.I,
     ),
@@ -116,7 +116,8 @@ _ASKED = {
 
 
 def asked_attribute(question: str) -> str | None:
-    """The single-valued fact a question asks for ("Where do I work?", "我住哪儿？"), or None."""
+    """The single-valued fact a question or a request names ("Where do I work?", "我住哪儿？", "forget
+    where I live"), or None."""
     for attribute, pattern in _ASKED.items():
         if pattern.search(question):
             return attribute

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from stores.base import MemoryRecord
-from stores.memory.attributes import attribute_of, replaced_by
+from stores.memory.attributes import asked_attribute, attribute_of, replaced_by
 from stores.memory.checks import high_risk
 from stores.memory.history import history_operation
 from stores.memory.rules import (
@@ -293,9 +293,14 @@ class OfflineExtractor:
 
     @staticmethod
     def forget(text: str, memories: Sequence[MemoryRecord]) -> list[dict[str, Any]]:
-        """DELETE the memories the request names: best keyword overlap, at least half its words."""
+        """DELETE the memories the request names: those holding the single-valued fact it names ("where I
+        work"), else the best keyword overlap, at least half its words."""
         target = [t for t in tokenize(text) if t not in _drop_terms()]
-        if not target and _ALL.search(text):
+        named = asked_attribute(text)  # "forget where I work": the memory holding that fact, in any words
+        holding = [m for m in memories if named is not None and attribute_of(m.get("content", "")) == named]
+        if holding:
+            chosen = holding
+        elif not target and _ALL.search(text):
             chosen = [m for m in memories]
         elif not target:
             note = "a request to forget without a recognisable target"

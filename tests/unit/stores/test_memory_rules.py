@@ -567,3 +567,16 @@ def test_statements_that_are_not_a_new_value_change_nothing(text: str) -> None:
 
     memories = ({"id": "home", "memory_type": "semantic", "content": "用户住在西安"},)
     assert OfflineExtractor()(ExtractionRequest("u", text, (), memories))["operations"] == []  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("text", "gone"), [("forget where I live", "home"), ("把我的工作单位忘掉", "job")])
+def test_forgetting_a_fact_by_what_it_is_about_finds_it_in_any_wording(text: str, gone: str) -> None:
+    from stores.memory.extraction import OfflineExtractor
+
+    memories = [
+        {"id": "home", "memory_type": "semantic", "content": "用户上个月搬到了厦门"},
+        {"id": "job", "memory_type": "semantic", "content": "The user joined Fabrikam last week"},
+        {"id": "tea", "memory_type": "semantic", "content": "The user likes green tea"},
+    ]
+    ops = OfflineExtractor.forget(text, memories)  # type: ignore[arg-type]
+    assert [(op["action"], op["target_id"]) for op in ops] == [("DELETE", gone)]
