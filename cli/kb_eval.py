@@ -133,6 +133,12 @@ def evaluate(
 ) -> None:
     """Recall@K, Precision@K, MRR, nDCG@K and latency per retrieval mode, side by side.
 
+    A JSON test set (a list, or JSON Lines) is searched against your knowledge base; each entry is
+    {"question": "年假怎么申请？", "relevant_chunk_ids": ["hr/leave.md#0"]}, with optional "id" and "type";
+    labels are chunk ids as kb-agent search shows them (source#n), or source files for the whole set
+    (scored at file level, with a warning); a mapping {"hr/leave.md#0": 2} gives graded labels.
+    A BEIR folder (corpus.jsonl, queries.jsonl, qrels/test.tsv) is indexed into a cache of its own.
+
     Against the knowledge base, only what the caller's groups may see is searched and scored: labels that
     point at chunks outside them are dropped, with a warning.
     """

@@ -242,3 +242,10 @@ def test_a_set_mixing_chunk_and_file_labels_says_so_and_names_the_labels_it_cann
     assert "(rag.md#99)" in result.output
     assert "groups" not in result.output  # nothing here is about permissions
     assert json.loads(result.stdout[result.stdout.index("{") :])["bm25"]["queries"] == 1
+
+
+def test_the_help_says_what_a_test_set_looks_like() -> None:
+    result = CliRunner().invoke(app, ["eval", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    assert '"relevant_chunk_ids"' in result.stdout and "source#n" in result.stdout and "BEIR" in result.stdout
+    assert "file level" in result.stdout  # and what a file-labelled set means
