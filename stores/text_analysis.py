@@ -163,5 +163,12 @@ def indexed_text(text: str, metadata: Mapping[str, Any]) -> str:
     return "\n".join([*heads, text]) if heads else text
 
 
+@functools.cache
+def term_set(words: str) -> frozenset[str]:
+    """The terms of a fixed word list (stop words of one kind or another), tokenised once, on first use:
+    the segmenter's dictionary takes ~0.8 s to load, which no import should pay."""
+    return frozenset(tokenize(words))
+
+
 def tokenize_many(texts: Iterable[str]) -> list[list[str]]:
     return [tokenize(text) for text in texts]

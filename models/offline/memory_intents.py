@@ -7,7 +7,6 @@ the user is answered from the recalled memories in the prompt, with their ids; i
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from collections.abc import Sequence
@@ -25,7 +24,7 @@ from stores.memory.extraction import (
 )
 from stores.memory.history import is_history
 from stores.memory.rules import ExtractionRequest, content_problem
-from stores.text_analysis import has_cjk, tokenize
+from stores.text_analysis import has_cjk, term_set, tokenize
 
 _PREFERENCE = re.compile(
     r"我(?:比较|更)?(?:不)?(?:喜欢|偏好|习惯|希望)|\bI (?:prefer|like|always want)\b", re.IGNORECASE
@@ -55,12 +54,6 @@ _QUESTION_WORDS = (
     "我 你 用户 什么 什么样 哪些 哪个 怎样 吗 呢 记得 知道 关于 之前 以前 问过 问 过 "
     "what which do does did i my me user know remember about before ask asked"
 )
-
-
-@functools.cache
-def _question_stopwords() -> frozenset[str]:
-    """Tokenised on first use: loading the segmenter's dictionary is not an import-time cost."""
-    return frozenset(tokenize(_QUESTION_WORDS))
 
 
 def is_question(text: str) -> bool:
@@ -200,7 +193,7 @@ def _about_user_reply(question: str, messages: Sequence[BaseMessage], zh: bool) 
     do you know about me?") gets every recalled fact. A question about what the user asked before ("我之前
     问过什么？") is answered from those records only, any other from the rest. None when nothing recalled answers a question that may be
     about the documents ("what do I need on day one?"): the knowledge base is asked instead."""
-    wanted = {t for t in tokenize(question) if t not in _question_stopwords()}
+    wanted = {t for t in tokenize(question) if t not in term_set(_QUESTION_WORDS)}
     history = bool(_ASKED_BEFORE.search(question))
     memories = [m for m in memories_in_prompt(messages) if is_history(m["content"]) == history]
     matching = [m for m in memories if m.get("related", True)] if wanted else memories

@@ -7,7 +7,6 @@ questions the user asks (episodic history, :mod:`stores.memory.history`). It onl
 
 from __future__ import annotations
 
-import functools
 import logging
 import math
 import re
@@ -22,7 +21,7 @@ from stores.memory.rules import (
     ExtractionRequest,
     has_forget_intent,
 )
-from stores.text_analysis import has_cjk, tokenize
+from stores.text_analysis import has_cjk, term_set, tokenize
 
 log = logging.getLogger("kb_agent.memory")
 
@@ -60,12 +59,6 @@ _GENERIC_WORDS = (
 )
 
 
-@functools.cache
-def _generic_terms() -> frozenset[str]:
-    """Words every preference shares; tokenised on first use (the segmenter's dictionary loads in ~0.8 s)."""
-    return frozenset(tokenize(_GENERIC_WORDS))
-
-
 _ZH_RULE = re.compile(r"^(?:以后|今后|每次|回答|总是|不要|别|请|务必)")
 _EN_RULE = re.compile(r"^(?:always|never|please|answer|reply|respond|use|don't|do not|from now on)\b", re.I)
 _ALL = re.compile(
@@ -76,11 +69,6 @@ _FORGET_PHRASES = (
     "记得 记着 以前 之前 所有 全部 一切 帮 帮我 把 用户 forget delete remove erase memory memories about "
     "everything all don't remember anymore stop storing keeping"
 )
-
-
-@functools.cache
-def _drop_terms() -> frozenset[str]:
-    return frozenset(tokenize(_FORGET_PHRASES))
 
 
 def _first_sentence(text: str) -> tuple[str, bool]:
@@ -176,7 +164,7 @@ def _add(memory_type: str, content: str, confidence: float) -> dict[str, Any]:
 
 
 def _subject_terms(content: str) -> set[str]:
-    return {t for t in tokenize(content) if t not in _generic_terms()}
+    return {t for t in tokenize(content) if t not in term_set(_GENERIC_WORDS)}
 
 
 def corrected_memory(text: str, content: str, memories: Sequence[MemoryRecord]) -> MemoryRecord | None:
@@ -295,7 +283,7 @@ class OfflineExtractor:
     def forget(text: str, memories: Sequence[MemoryRecord]) -> list[dict[str, Any]]:
         """DELETE the memories the request names: those holding the single-valued fact it names ("where I
         work"), else the best keyword overlap, at least half its words."""
-        target = [t for t in tokenize(text) if t not in _drop_terms()]
+        target = [t for t in tokenize(text) if t not in term_set(_FORGET_PHRASES)]
         named = asked_attribute(text)  # "forget where I work": the memory holding that fact, in any words
         holding = [m for m in memories if named is not None and attribute_of(m.get("content", "")) == named]
         if holding:

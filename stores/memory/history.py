@@ -10,7 +10,6 @@ kept without the user asking.
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from collections.abc import Sequence
@@ -19,7 +18,7 @@ from typing import Any
 from stores.base import MemoryRecord
 from stores.memory.attributes import asked_attribute
 from stores.memory.checks import high_risk, sensitive_kinds
-from stores.text_analysis import has_cjk, tokenize
+from stores.text_analysis import has_cjk, term_set, tokenize
 
 HISTORY_CONFIDENCE = 0.9
 MAX_QUESTION_CHARS = 200
@@ -51,17 +50,12 @@ _QUESTION_WORDS = (
 )
 
 
-@functools.cache
-def _question_terms() -> frozenset[str]:
-    return frozenset(tokenize(_QUESTION_WORDS))
-
-
 def _topic(text: str) -> set[str]:
     """The question's subject: its words without question words, Chinese ones as single characters (the
     segmenter cuts "差旅费用" and "差旅" differently, while their characters agree)."""
     topic: set[str] = set()
     for term in tokenize(text):
-        if term not in _question_terms():
+        if term not in term_set(_QUESTION_WORDS):
             topic.update(term if has_cjk(term) else (term,))
     return topic
 
