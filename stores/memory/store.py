@@ -44,6 +44,7 @@ from stores.memory.rules import (
     apply_operations,
     normalise_content,
 )
+from stores.vector_cache import CachedEmbedder
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
@@ -271,10 +272,13 @@ class ChromaMemoryStore:
         return keyword, vector, close
 
     def _references(self) -> dict[str, np.ndarray]:
-        """The neutral memories' vectors under this store's embedder, embedded once."""
+        """The neutral memories' vectors under this store's embedder: embedded once per data folder (kept
+        beside the tool vectors), read once per process."""
         if self._reference_vectors is None:
+            cache = Path(self._where[0]) / "cache" / "memory-reference-vectors.sqlite"
+            embedder = CachedEmbedder(self.embedder, cache)
             self._reference_vectors = {
-                lang: np.asarray(self.embedder.embed_documents(list(texts)), dtype=np.float32)
+                lang: np.asarray(embedder.embed_documents(list(texts)), dtype=np.float32)
                 for lang, texts in REFERENCE_MEMORIES.items()
             }
         return self._reference_vectors
