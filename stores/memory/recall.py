@@ -12,7 +12,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from stores.fusion import convex
-from stores.text_analysis import tokenize
+from stores.text_analysis import has_cjk, tokenize
 
 # Share of the vector similarity in recall's fused score (the keyword score has the rest). Chosen on
 # LoCoMo conversations 26–43 and checked on 44–50 (bench/README.md): 0.2–0.4 is a plateau; above 0.5 a
@@ -108,7 +108,8 @@ RELEVANT_MARGIN = 0.02
 
 
 def reference_language(text: str) -> str:
-    return "zh" if any("\u4e00" <= ch <= "\u9fff" for ch in text) else "en"
+    """Which reference set a memory is judged against: Chinese text, else the English one."""
+    return "zh" if has_cjk(text) else "en"
 
 
 def baselines(query_vector: np.ndarray, references: Mapping[str, np.ndarray]) -> dict[str, float]:
