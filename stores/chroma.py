@@ -8,8 +8,10 @@ vector spaces silently returns nonsense.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -61,6 +63,36 @@ class ChromaEmbedding(EmbeddingFunction[Documents]):
         return ChromaEmbedding(name=str(config.get("embedder", DEFAULT_EMBEDDER)))
 
 
+@contextlib.contextmanager
+def _first_open_lock(client_path: str | None) -> Iterator[None]:
+    """Hold a cross-process lock beside an embedded Chroma folder (no-op for a server).
+
+    Chroma creates its tables on a client's first start and a collection on first use without one, so
+    two processes opening a fresh folder at once fail ("table collections already exists", "database
+    is locked"); opening is rare and short, so it is simply serialised.
+    """
+    if not client_path:
+        yield
+        return
+    lock_path = Path(client_path)
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path.with_name(lock_path.name + ".open-lock"), "a+b") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _embedded_path(client: ClientAPI) -> str | None:
+    """The folder of an embedded client, None for a server client."""
+    with contextlib.suppress(Exception):
+        settings = client.get_settings()
+        if settings.is_persistent and settings.persist_directory:
+            return str(settings.persist_directory)
+    return None
+
+
 def chroma_client(data_dir: str | Path, url: str = "") -> ClientAPI:
     """``HttpClient`` for ``http(s)://host:port`` (``KB_AGENT_CHROMA_URL``), else a ``PersistentClient``
     under ``<data_dir>/chroma``; one client per location per process."""
@@ -86,7 +118,8 @@ def chroma_client(data_dir: str | Path, url: str = "") -> ClientAPI:
                     ) from None
             else:
                 Path(key).mkdir(parents=True, exist_ok=True)
-                _clients[key] = chromadb.PersistentClient(path=key, settings=settings)
+                with _first_open_lock(key):
+                    _clients[key] = chromadb.PersistentClient(path=key, settings=settings)
         return _clients[key]
 
 
@@ -115,7 +148,8 @@ def open_collection(client: ClientAPI, name: str, embedder: Embedder, **metadata
         collection = client.get_collection(name, embedding_function=function)  # type: ignore[arg-type]
     except Exception:  # not found (the exception type differs between local and HTTP clients)
         meta = {"hnsw:space": "cosine", "embedder": embedder.name, "dim": embedder.dim, **metadata}
-        return client.get_or_create_collection(name, embedding_function=function, metadata=meta)  # type: ignore[arg-type]
+        with _first_open_lock(_embedded_path(client)):
+            return client.get_or_create_collection(name, embedding_function=function, metadata=meta)  # type: ignore[arg-type]
     stored = collection.metadata or {}
     built_with, dim = stored.get("embedder"), stored.get("dim")
     if built_with != embedder.name or (dim and embedder.dim and int(dim) != embedder.dim):

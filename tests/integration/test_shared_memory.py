@@ -67,7 +67,6 @@ def test_two_processes_adding_the_same_twenty_facts_at_once_keep_twenty_records(
     tmp_path: Path, store_backend: Backend
 ) -> None:
     first, second = homes(tmp_path, store_backend)
-    ChromaMemoryStore(first, embedder=HashingEmbedder(), **store_backend.kwargs())  # the collection first
     run_together(ADD_FACTS, [first, second], *FACTS, go=tmp_path / "go")
     store = ChromaMemoryStore(second, embedder=HashingEmbedder(), **store_backend.kwargs())
     records = store.list("alice")
