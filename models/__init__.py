@@ -74,6 +74,8 @@ def _build_openai(
         from langchain_openai import ChatOpenAI  # imported on first use
 
         cls = ChatOpenAI
+    from models.http_clients import LoopLocalAsyncClient
+
     return cls(
         model=model,
         base_url=base_url or None,
@@ -82,6 +84,7 @@ def _build_openai(
         timeout=timeout,
         max_retries=retries,
         stream_usage=True,
+        http_async_client=LoopLocalAsyncClient(timeout=timeout),  # one pool per event loop
     )
 
 
