@@ -1,11 +1,11 @@
 """The agent's wiring — read it top to bottom as the picture of the agent.
 
-    load_memory → retrieve → summarize → agent ⇄ tools → update_memory
+    load_memory → retrieve → agent ⇄ tools → update_memory
 
-``summarize`` runs before the first model round of a turn, and again after tools when the thread has
-earlier rounds to fold: over the history budget, it folds the oldest whole rounds into the running
-summary. After ``agent``: tool calls go to ``tools``, an answer to ``update_memory``. After ``tools``: back
-to the model unless the budget is spent. Python and CLI callers use ``build_graph(checkpointer=...)``; the
+Before each model round ``agent`` brings the request within its input budget, in the same step: over the
+history budget it folds the oldest whole rounds into the running summary (``nodes.summarize``). After
+``agent``: tool calls go to ``tools``, an answer to ``update_memory``. After ``tools``: back to the model
+unless the budget is spent. Python and CLI callers use ``build_graph(checkpointer=...)``; the
 LangGraph server imports ``graph.server.graph``, compiled without one (it brings its own).
 """
 
@@ -17,7 +17,7 @@ from contextlib import aclosing
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import ensure_config, merge_configs
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -35,13 +35,12 @@ from graph.services import (
 )
 from nodes.agent import make_agent
 from nodes.context import Context, RunContext, resolve_run
-from nodes.conversation import last_human_index
 from nodes.execute_tools import make_tools
 from nodes.load_memory import make_load_memory
 from nodes.retrieve import KnowledgeSource, make_retrieve
 from nodes.settings import Settings
 from nodes.state import InputState, State
-from nodes.summarize import make_summarize
+from nodes.summarize import make_fold
 from nodes.tool_choice import add_find_tools
 from nodes.update_memory import make_update_memory
 from stores.base import MemoryStore
@@ -61,14 +60,9 @@ def route_after_agent(state: State) -> Literal["tools", "update_memory"]:
     return "update_memory"
 
 
-def route_after_tools(state: State) -> Literal["agent", "summarize", "update_memory"]:
-    """Back to the model; through ``summarize`` first only when earlier rounds exist that it could fold
-    (a tool result can push the request over its budget, but only rounds before the question fold)."""
-    if state.stop_reason:
-        return "update_memory"
-    current = last_human_index(state.messages)
-    earlier = any(isinstance(m, HumanMessage) for m in state.messages[: max(current, 0)])
-    return "summarize" if earlier else "agent"
+def route_after_tools(state: State) -> Literal["agent", "update_memory"]:
+    """Back to the model unless the budget is spent."""
+    return "update_memory" if state.stop_reason else "agent"
 
 
 def tool_memory(memory: MemoryStore | None) -> ChromaMemoryStore | None:
@@ -136,17 +130,16 @@ def build_builder(
     penalties = knowledge.penalties if own else None
     models = ROOT.chat_models  # the process's clients: a run picks its model, the client is shared
     builder.add_node("retrieve", make_retrieve(knowledge, model, settings, penalties, chat_models=models))
-    builder.add_node("summarize", make_summarize(registry, model, deployment=settings, chat_models=models))
-    builder.add_node("agent", make_agent(registry, model, settings, chat_models=models))
+    fold = make_fold(registry, model, deployment=settings, chat_models=models)
+    builder.add_node("agent", make_agent(registry, model, settings, chat_models=models, fold=fold))
     builder.add_node("tools", make_tools(registry, settings, effects=lambda s: ROOT.services(s).tool_effects()))
     builder.add_node("update_memory", make_update_memory(memory, settings))
 
     builder.add_edge(START, "load_memory")
     builder.add_edge("load_memory", "retrieve")
-    builder.add_edge("retrieve", "summarize")
-    builder.add_edge("summarize", "agent")
+    builder.add_edge("retrieve", "agent")
     builder.add_conditional_edges("agent", route_after_agent, ["tools", "update_memory"])
-    builder.add_conditional_edges("tools", route_after_tools, ["agent", "summarize", "update_memory"])
+    builder.add_conditional_edges("tools", route_after_tools, ["agent", "update_memory"])
     builder.add_edge("update_memory", END)
     return builder
 

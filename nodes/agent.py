@@ -7,6 +7,7 @@ recalled memories and the running summary reach it as marked data blocks, laid o
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import time
@@ -16,6 +17,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import Runnable
+from langgraph.graph.message import add_messages
 from langgraph.runtime import Runtime
 
 from models import ChatModelFactory, get_chat_model
@@ -27,7 +29,7 @@ from nodes import history, prompts
 from nodes.budget import Budget
 from nodes.context import Context, run_settings
 from nodes.conversation import current_question, language, run_label, unsummarised
-from nodes.node_io import IO, Node, Steps, dual_node
+from nodes.node_io import IO, Node, NodeBody, Steps, dual_node
 from nodes.settings import Settings
 from nodes.state import State
 from nodes.tool_choice import offered_definitions
@@ -69,15 +71,39 @@ def with_call_ids(response: AIMessage) -> AIMessage:
     )
 
 
+def folded_state(state: State, update: dict[str, Any]) -> State:
+    """``state`` as the fold's ``update`` leaves it (messages through their reducer)."""
+    if not update:
+        return state
+    changes = {key: value for key, value in update.items() if key != "messages"}
+    if "messages" in update:
+        changes["messages"] = add_messages(state.messages, update["messages"])
+    return dataclasses.replace(state, **changes)
+
+
+def joined(first: dict[str, Any], then: dict[str, Any]) -> dict[str, Any]:
+    """One node update out of two in sequence (their messages in order, the later value otherwise)."""
+    both = {**first, **then}
+    if "messages" in first and "messages" in then:
+        both["messages"] = [*first["messages"], *then["messages"]]
+    return both
+
+
 def make_agent(
     registry: ToolRegistry,
     model: BaseChatModel | None = None,
     deployment: Settings | None = None,
     *,
     chat_models: ChatModelFactory = get_chat_model,
+    fold: NodeBody | None = None,
 ) -> Node:
     """The agent node over ``registry``; ``model`` overrides the per-run choice (tests, benchmarks), which
-    is otherwise ``chat_models(run)`` (the composition root's shared clients)."""
+    is otherwise ``chat_models(run)`` (the composition root's shared clients).
+
+    ``fold`` (``nodes.summarize.make_fold``) runs before each model round, in the same step: it brings the
+    request within its budget (passages dropped, old rounds folded into the summary) only when needed, and
+    a step of its own would cost every round a checkpoint of the whole state.
+    """
 
     def agent(state: State, runtime: Runtime[Context]) -> Steps:
         ctx = run_settings(runtime, deployment)
@@ -98,7 +124,22 @@ def make_agent(
                 "budget": counters,
                 "stop_reason": reason,
             }
+        if fold is None:
+            return (yield from decide(state, runtime, ctx, budget, counters, lang, turn_id))
+        update = yield from fold(state, runtime)
+        decided = yield from decide(folded_state(state, update), runtime, ctx, budget, counters, lang, turn_id)
+        return joined(update, decided)
 
+    def decide(
+        state: State,
+        runtime: Runtime[Context],
+        ctx: Settings,
+        budget: Budget,
+        counters: dict[str, Any],
+        lang: str,
+        turn_id: str | None,
+    ) -> Steps:
+        """One model round on ``state`` as the fold left it."""
         request = history.request(
             unsummarised(state.messages, state.summary_covers),
             remaining=budget.remaining(counters),

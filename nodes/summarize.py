@@ -43,7 +43,7 @@ from nodes.budget import Budget
 from nodes.context import Context, run_settings
 from nodes.conversation import current_question, language, last_human_index
 from nodes.history import wire_history
-from nodes.node_io import IO, Node, Steps, dual_node
+from nodes.node_io import IO, Node, NodeBody, Steps, dual_node
 from nodes.settings import OFFLINE_MODEL, Settings
 from nodes.state import State
 from nodes.tool_choice import offered_definitions
@@ -258,8 +258,25 @@ def make_summarize(
     deployment: Settings | None = None,
     chat_models: ChatModelFactory = get_chat_model,
 ) -> Node:
-    """The node. ``model`` is the graph's fixed chat model (if any), else ``chat_models(run)`` picks it;
-    ``summarizer`` and ``settings`` override the per-run choices (tests, benchmarks)."""
+    """The fold as a node of its own (the agent node runs :func:`make_fold`'s body before each round)."""
+    body = make_fold(
+        registry, model, summarizer=summarizer, settings=settings, deployment=deployment, chat_models=chat_models
+    )
+    return dual_node(body, "summarize")
+
+
+def make_fold(
+    registry: ToolRegistry | None = None,
+    model: BaseChatModel | None = None,
+    *,
+    summarizer: Summarizer | None = None,
+    settings: HistoryLimits | None = None,
+    deployment: Settings | None = None,
+    chat_models: ChatModelFactory = get_chat_model,
+) -> NodeBody:
+    """The fold's body: the update that brings this round's request within its budget (passages dropped,
+    oldest rounds folded into the summary), or nothing. ``model`` is the graph's fixed chat model (if any),
+    else ``chat_models(run)`` picks it; ``summarizer`` and ``settings`` override the per-run choices."""
     failed_turns: dict[str, None] = {}  # one failed summary attempt per turn, not one per model round
 
     def pick(ctx: Settings) -> Summarizer:
@@ -351,7 +368,7 @@ def make_summarize(
         )
         return update
 
-    return dual_node(summarize, "summarize")
+    return summarize
 
 
 def full_history(graph: Any, config: RunnableConfig) -> list[BaseMessage]:

@@ -112,7 +112,6 @@ def test_stream_yields_tool_events_updates_and_tokens() -> None:
     assert nodes == [
         "load_memory",
         "retrieve",
-        "summarize",
         "agent",
         "tools",
         "agent",

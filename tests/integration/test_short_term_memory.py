@@ -13,7 +13,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import pytest
 from langchain_core.callbacks import BaseCallbackHandler
@@ -24,7 +24,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
-from graph.builder import default_registry, route_after_agent
+from graph.builder import default_registry, route_after_agent, route_after_tools
 from models import ScriptedChatModel
 from models.summarizers import Summarizer
 from models.tokens import count_message_tokens, count_tool_tokens
@@ -35,7 +35,7 @@ from nodes.load_memory import make_load_memory
 from nodes.retrieve import make_retrieve
 from nodes.settings import Settings
 from nodes.state import InputState, State
-from nodes.summarize import HistoryLimits, full_history, make_summarize
+from nodes.summarize import HistoryLimits, full_history, make_fold
 from nodes.tool_choice import offered_definitions
 from nodes.update_memory import make_update_memory
 from stores.checkpoint import open_checkpointer
@@ -48,10 +48,6 @@ ROOT = Path(__file__).resolve().parents[2]
 TIGHT = HistoryLimits.resolve(1_800, keep_recent_rounds=2, summary_max_tokens=300)
 
 
-def _after_tools(state: State) -> Literal["summarize", "update_memory"]:
-    return "update_memory" if state.stop_reason else "summarize"
-
-
 def build_stm_graph(
     checkpointer: BaseCheckpointSaver | None = None,
     *,
@@ -60,21 +56,20 @@ def build_stm_graph(
     summarizer: Summarizer | None = None,
     settings: HistoryLimits | None = None,
 ) -> CompiledStateGraph:
-    """graph/builder.py's wiring with ``summarize`` before each ``agent`` round (as in the patch)."""
+    """graph/builder.py's wiring, with the fold's summariser and limits chosen by the test."""
     registry = registry if registry is not None else default_registry()
     builder = StateGraph(State, input_schema=InputState, context_schema=Context)
     builder.add_node("load_memory", make_load_memory(None))
     builder.add_node("retrieve", make_retrieve(None, model))
-    builder.add_node("summarize", make_summarize(registry, model, summarizer=summarizer, settings=settings))
-    builder.add_node("agent", make_agent(registry, model))
+    fold = make_fold(registry, model, summarizer=summarizer, settings=settings)
+    builder.add_node("agent", make_agent(registry, model, fold=fold))
     builder.add_node("tools", make_tools(registry))
     builder.add_node("update_memory", make_update_memory(None))
     builder.add_edge(START, "load_memory")
     builder.add_edge("load_memory", "retrieve")
-    builder.add_edge("retrieve", "summarize")
-    builder.add_edge("summarize", "agent")
+    builder.add_edge("retrieve", "agent")
     builder.add_conditional_edges("agent", route_after_agent, ["tools", "update_memory"])
-    builder.add_conditional_edges("tools", _after_tools, ["summarize", "update_memory"])
+    builder.add_conditional_edges("tools", route_after_tools, ["agent", "update_memory"])
     builder.add_edge("update_memory", END)
     return builder.compile(checkpointer=checkpointer)
 
