@@ -23,6 +23,7 @@ from langchain_core.runnables.config import ensure_config, merge_configs
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 
 from graph.services import (
@@ -34,9 +35,9 @@ from graph.services import (
     knowledge_services,
 )
 from nodes.agent import make_agent
-from nodes.context import Context, RunContext, resolve_run
+from nodes.context import Context, RunContext, resolve_run, run_settings
 from nodes.execute_tools import make_tools
-from nodes.load_memory import make_load_memory
+from nodes.load_memory import make_load_memory, remembers
 from nodes.retrieve import KnowledgeSource, make_retrieve
 from nodes.settings import Settings
 from nodes.state import InputState, State
@@ -63,6 +64,32 @@ def route_after_agent(state: State) -> Literal["tools", "update_memory"]:
 def route_after_tools(state: State) -> Literal["agent", "update_memory"]:
     """Back to the model unless the budget is spent."""
     return "update_memory" if state.stop_reason else "agent"
+
+
+class Routes:
+    """The conditional edges of one graph: a step with nothing to do in a run is not taken, since every
+    step checkpoints the whole state. Decided from the state and the run's settings only, never by
+    opening a store (edges run on the event loop under ``ainvoke``)."""
+
+    def __init__(self, memory: MemoryStore | RunMemory | None, deployment: Settings) -> None:
+        self.memory, self.deployment = memory, deployment
+
+    def remembers(self, runtime: Runtime[Context]) -> bool:
+        return remembers(self.memory, run_settings(runtime, self.deployment))
+
+    def start(self, state: State, runtime: Runtime[Context]) -> Literal["load_memory", "retrieve"]:
+        """Recall when the run has long-term memory, or last turn's recalled memories must be cleared."""
+        return "load_memory" if state.memories or self.remembers(runtime) else "retrieve"
+
+    def after_agent(self, state: State, runtime: Runtime[Context]) -> Literal["tools", "update_memory", "__end__"]:
+        return self._learn(route_after_agent(state), runtime)
+
+    def after_tools(self, state: State, runtime: Runtime[Context]) -> Literal["agent", "update_memory", "__end__"]:
+        return self._learn(route_after_tools(state), runtime)
+
+    def _learn(self, step: Any, runtime: Runtime[Context]) -> Any:
+        """``update_memory`` only for a run that has long-term memory; else the turn ends here."""
+        return step if step != "update_memory" or self.remembers(runtime) else END
 
 
 def tool_memory(memory: MemoryStore | None) -> ChromaMemoryStore | None:
@@ -135,11 +162,12 @@ def build_builder(
     builder.add_node("tools", make_tools(registry, settings, effects=lambda s: ROOT.services(s).tool_effects()))
     builder.add_node("update_memory", make_update_memory(memory, settings))
 
-    builder.add_edge(START, "load_memory")
+    routes = Routes(memory, settings)
+    builder.add_conditional_edges(START, routes.start, ["load_memory", "retrieve"])
     builder.add_edge("load_memory", "retrieve")
     builder.add_edge("retrieve", "agent")
-    builder.add_conditional_edges("agent", route_after_agent, ["tools", "update_memory"])
-    builder.add_conditional_edges("tools", route_after_tools, ["agent", "update_memory"])
+    builder.add_conditional_edges("agent", routes.after_agent, ["tools", "update_memory", END])
+    builder.add_conditional_edges("tools", routes.after_tools, ["agent", "update_memory", END])
     builder.add_edge("update_memory", END)
     return builder
 

@@ -385,7 +385,10 @@ class RunMemory:
         self.root = root
 
     def for_run(self, settings: Settings) -> MemoryStore | None:
-        return self.root.services(settings).memory(settings) if settings.long_term_memory else None
+        return self.root.services(settings).memory(settings) if self.enabled(settings) else None
+
+    def enabled(self, settings: Settings) -> bool:
+        return settings.long_term_memory
 
 
 # The services of the process's root, by the settings that name them: the CLI's and the tests' entry.

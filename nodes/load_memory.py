@@ -32,6 +32,15 @@ def run_memory(memory: MemorySource, settings: Settings) -> MemoryStore | None:
     return memory.for_run(settings) if isinstance(memory, MemoryForRun) else memory
 
 
+def remembers(source: MemorySource, settings: Settings) -> bool:
+    """Whether runs with ``settings`` have long-term memory at all, decided without opening a store (the
+    graph's edges ask it on the event loop): a source that chooses per run may say so by ``enabled``."""
+    if source is None:
+        return False
+    enabled = getattr(source, "enabled", None) if isinstance(source, MemoryForRun) else None
+    return bool(enabled(settings)) if callable(enabled) else True
+
+
 def make_load_memory(source: MemorySource, deployment: Settings | None = None) -> Node:
     """The node; recall (Chroma and the embedder, blocking) runs off the event loop under ``ainvoke``."""
 
