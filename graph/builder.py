@@ -23,7 +23,7 @@ from langchain_core.runnables.config import ensure_config, merge_configs
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.runtime import Runtime
+from langgraph.runtime import get_runtime
 from langgraph.store.base import BaseStore
 
 from graph.services import (
@@ -36,8 +36,10 @@ from graph.services import (
 )
 from nodes.agent import make_agent
 from nodes.context import Context, RunContext, resolve_run, run_settings
+from nodes.conversation import current_question
 from nodes.execute_tools import make_tools
 from nodes.load_memory import make_load_memory, remembers
+from nodes.retrieval_gate import is_calculation
 from nodes.retrieve import KnowledgeSource, make_retrieve
 from nodes.settings import Settings
 from nodes.state import InputState, State
@@ -71,25 +73,41 @@ class Routes:
     step checkpoints the whole state. Decided from the state and the run's settings only, never by
     opening a store (edges run on the event loop under ``ainvoke``)."""
 
-    def __init__(self, memory: MemoryStore | RunMemory | None, deployment: Settings) -> None:
-        self.memory, self.deployment = memory, deployment
+    def __init__(
+        self, memory: MemoryStore | RunMemory | None, knowledge: object, deployment: Settings
+    ) -> None:
+        self.memory, self.knowledge, self.deployment = memory, knowledge, deployment
 
-    def remembers(self, runtime: Runtime[Context]) -> bool:
+    def remembers(self) -> bool:
+        """Whether this run has long-term memory; outside a run (a state update applied as a node, which
+        takes the node's edges) by the deployment's settings."""
+        try:
+            runtime = get_runtime()
+        except RuntimeError:
+            runtime = None
         return remembers(self.memory, run_settings(runtime, self.deployment))
 
-    def start(self, state: State, runtime: Runtime[Context]) -> Literal["load_memory", "retrieve"]:
+    def start(self, state: State) -> Literal["load_memory", "retrieve", "agent"]:
         """Recall when the run has long-term memory, or last turn's recalled memories must be cleared."""
-        return "load_memory" if state.memories or self.remembers(runtime) else "retrieve"
+        return "load_memory" if state.memories or self.remembers() else self.after_memory(state)
 
-    def after_agent(self, state: State, runtime: Runtime[Context]) -> Literal["tools", "update_memory", "__end__"]:
-        return self._learn(route_after_agent(state), runtime)
+    def after_memory(self, state: State) -> Literal["retrieve", "agent"]:
+        """Search when the question may need the documents, or last turn's passages must be cleared."""
+        if state.passages:
+            return "retrieve"
+        question, _ = current_question(state.messages)
+        searchable = self.knowledge is not None and question.strip() and not is_calculation(question)
+        return "retrieve" if searchable else "agent"
 
-    def after_tools(self, state: State, runtime: Runtime[Context]) -> Literal["agent", "update_memory", "__end__"]:
-        return self._learn(route_after_tools(state), runtime)
+    def after_agent(self, state: State) -> Literal["tools", "update_memory", "__end__"]:
+        return self._learn(route_after_agent(state))
 
-    def _learn(self, step: Any, runtime: Runtime[Context]) -> Any:
+    def after_tools(self, state: State) -> Literal["agent", "update_memory", "__end__"]:
+        return self._learn(route_after_tools(state))
+
+    def _learn(self, step: Any) -> Any:
         """``update_memory`` only for a run that has long-term memory; else the turn ends here."""
-        return step if step != "update_memory" or self.remembers(runtime) else END
+        return step if step != "update_memory" or self.remembers() else END
 
 
 def tool_memory(memory: MemoryStore | None) -> ChromaMemoryStore | None:
@@ -162,9 +180,9 @@ def build_builder(
     builder.add_node("tools", make_tools(registry, settings, effects=lambda s: ROOT.services(s).tool_effects()))
     builder.add_node("update_memory", make_update_memory(memory, settings))
 
-    routes = Routes(memory, settings)
-    builder.add_conditional_edges(START, routes.start, ["load_memory", "retrieve"])
-    builder.add_edge("load_memory", "retrieve")
+    routes = Routes(memory, knowledge, settings)
+    builder.add_conditional_edges(START, routes.start, ["load_memory", "retrieve", "agent"])
+    builder.add_conditional_edges("load_memory", routes.after_memory, ["retrieve", "agent"])
     builder.add_edge("retrieve", "agent")
     builder.add_conditional_edges("agent", routes.after_agent, ["tools", "update_memory", END])
     builder.add_conditional_edges("tools", routes.after_tools, ["agent", "update_memory", END])

@@ -37,12 +37,16 @@ def arithmetic_span(question: str) -> str:
     return max(runs, key=len, default="")
 
 
-def needs_retrieval(question: str) -> bool:
-    """False for small talk made only of numbers and for questions that are mostly a calculation.
-
-    The expression is measured first: a calculation is told apart without segmenting its words (which
-    would load the Chinese dictionary for "计算 12 × 12")."""
+def is_calculation(question: str) -> bool:
+    """True when an arithmetic expression makes up most of the question: told by patterns alone, without
+    segmenting words (which would load the Chinese dictionary for "计算 12 × 12"), so it is cheap enough
+    for the graph's edges."""
     span = arithmetic_span(question)
-    if span and len(re.sub(r"\s+", " ", span)) >= ARITHMETIC_SHARE * len(question.replace(" ", "")):
+    return bool(span) and len(re.sub(r"\s+", " ", span)) >= ARITHMETIC_SHARE * len(question.replace(" ", ""))
+
+
+def needs_retrieval(question: str) -> bool:
+    """False for small talk made only of numbers and for questions that are mostly a calculation."""
+    if is_calculation(question):
         return False
     return any(not w.replace(".", "").isdigit() for w in tokenize(question))
