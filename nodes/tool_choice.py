@@ -69,7 +69,8 @@ def add_find_tools(registry: ToolRegistry, k: int = 8) -> None:
         return tool_index(registry, settings)
 
     def allowed(tool_context: ToolContext) -> Any:
-        return grant_for(tool_context.settings, tool_context.user_id).permits
+        permits = grant_for(tool_context.settings, tool_context.user_id).permits
+        return lambda spec: permits(spec) and not spec.unavailable_for(tool_context.settings)
 
     registry.register(find_tools_spec(index_for, allowed=allowed))
 
@@ -77,7 +78,7 @@ def add_find_tools(registry: ToolRegistry, k: int = 8) -> None:
 def offered_tools(registry: ToolRegistry, messages: Sequence[Any], ctx: Settings) -> list[ToolSpec]:
     """The tools bound to the model for this round, in registration order."""
     grant = grant_for(ctx)
-    permitted = [spec for spec in registry if grant.permits(spec)]
+    permitted = [spec for spec in registry if grant.permits(spec) and not spec.unavailable_for(ctx)]
     if not _needs_search(permitted, ctx.tool_candidates):
         return [spec for spec in permitted if spec.name != FIND_TOOLS]
     question, _ = current_question(list(messages))

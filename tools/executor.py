@@ -277,6 +277,9 @@ class ToolExecutor:
             )
         spec = self.registry.get(call.name)
         _grant(context).check(spec)  # before the arguments: a denied tool reveals nothing more
+        reason = spec.unavailable_for(context.settings)
+        if reason:
+            raise ToolError(f"tool {spec.name!r} is not available here: {reason}")
         kwargs = validate_arguments(spec, call.args)
         if spec.wants_context:
             kwargs["tool_context"] = context

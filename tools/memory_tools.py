@@ -32,6 +32,13 @@ def _view(record: Any) -> dict[str, Any]:
     return {k: record.get(k) for k in ("id", "memory_type", "content", "updated_at")}
 
 
+def memory_off(settings: Any) -> str:
+    """Memories kept or looked up by a run without long-term memory would never be recalled by a turn."""
+    if getattr(settings, "long_term_memory", True):
+        return ""
+    return "long-term memory is off for this run (KB_AGENT_LONG_TERM_MEMORY=false)"
+
+
 def memory_tools(store_for: StoreFor) -> list[ToolSpec]:
     """The memory tool specs; ``store_for`` maps the run's settings to its store."""
     resolve = store_for
@@ -100,6 +107,7 @@ def memory_tools(store_for: StoreFor) -> list[ToolSpec]:
     return [
         ToolSpec(
             name="remember",
+            unavailable=memory_off,
             description=(
                 "Save a durable fact, preference or rule about the current user for future conversations. "
                 "Call it only when the user asks you to remember something or clearly states a lasting "
@@ -138,6 +146,7 @@ def memory_tools(store_for: StoreFor) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="forget",
+            unavailable=memory_off,
             description=(
                 "Delete one of the current user's memories by its id, only when the user asks you to "
                 "forget it. Find the id with search_memories first."
@@ -157,6 +166,7 @@ def memory_tools(store_for: StoreFor) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="search_memories",
+            unavailable=memory_off,
             description=(
                 "List the current user's long-term memories (id, type, content) most relevant to a query, "
                 "or the newest ones when the query is empty."

@@ -103,6 +103,15 @@ class ToolSpec:
     # For approvals: the exact action in words, from the validated arguments and the run's ToolContext.
     describe: Callable[[dict[str, Any], ToolContext], str] | None = field(default=None, compare=False)
     wants_context: bool = field(default=False, compare=False)
+    # Why the tool cannot work for a run's settings ("" when it can; None: it always can). Such a tool is
+    # not offered to the model, and a call that names it anyway is an error carrying the reason.
+    unavailable: Callable[[Any], str] | None = field(default=None, compare=False)
+
+    def unavailable_for(self, settings: Any) -> str:
+        """The reason this tool cannot work in a run with ``settings`` ("" when it can, or when unknown)."""
+        if self.unavailable is None or settings is None:
+            return ""
+        return self.unavailable(settings)
 
     def __post_init__(self) -> None:
         if not _NAME.fullmatch(self.name):
