@@ -26,7 +26,8 @@ class LoopLocalAsyncClient(openai.DefaultAsyncHttpxClient):  # type: ignore[misc
     def __init__(self, **settings: Any) -> None:
         super().__init__(**settings)
         self._settings = settings
-        self._pools: dict[asyncio.AbstractEventLoop, Any] = {}
+        # per loop, the task making its client: the first requests of a loop all wait for the one client
+        self._pools: dict[asyncio.AbstractEventLoop, asyncio.Task[Any]] = {}
         self._guard = threading.Lock()
 
     async def _pool(self) -> Any:
@@ -34,24 +35,27 @@ class LoopLocalAsyncClient(openai.DefaultAsyncHttpxClient):  # type: ignore[misc
         with self._guard:
             for closed in [other for other in self._pools if other.is_closed()]:
                 del self._pools[closed]  # its connections died with it
-            pool = self._pools.get(loop)
-        if pool is None:
-            # off the loop: a new client reads the system's certificates
-            made = await asyncio.to_thread(openai.DefaultAsyncHttpxClient, **self._settings)
+            made = self._pools.get(loop)
+            if made is None:  # off the loop: a new client reads the system's certificates
+                made = self._pools[loop] = loop.create_task(
+                    asyncio.to_thread(openai.DefaultAsyncHttpxClient, **self._settings)
+                )
+        try:
+            return await asyncio.shield(made)  # a cancelled request does not cancel the others' client
+        except Exception:
             with self._guard:
-                pool = self._pools.setdefault(loop, made)
-            if pool is not made:
-                await made.aclose()
-        return pool
+                if self._pools.get(loop) is made:
+                    del self._pools[loop]  # the next request tries again
+            raise
 
     async def send(self, request: Any, **kwargs: Any) -> Any:
         return await (await self._pool()).send(request, **kwargs)
 
     async def aclose(self) -> None:
         with self._guard:
-            pool = self._pools.pop(asyncio.get_running_loop(), None)
-        if pool is not None:
-            await pool.aclose()
+            made = self._pools.pop(asyncio.get_running_loop(), None)
+        if made is not None and made.done() and not made.cancelled() and made.exception() is None:
+            await made.result().aclose()
         await super().aclose()
 
     def pools(self) -> int:
