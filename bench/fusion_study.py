@@ -124,6 +124,56 @@ def rrf(k: int = 60, pool: int = 20, vector_weight: float = 1.0) -> Fusion:
     return fuse
 
 
+def _zscores(hits: Hits) -> dict[str, float]:
+    if len(hits) < 2:
+        return {d: 0.0 for d, _ in hits}
+    values = [s for _, s in hits]
+    mean = sum(values) / len(values)
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values)) or 1.0
+    return {d: (s - mean) / sd for d, s in hits}
+
+
+def _peak(hits: Hits, top: int = 10) -> float:
+    """How far the best score stands above the rest of the head, in standard deviations of the pool."""
+    if len(hits) < 3:
+        return 0.0
+    values = [s for _, s in hits]
+    mean = sum(values) / len(values)
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values)) or 1e-9
+    head = values[:top]
+    return max(1e-6, (values[0] - sum(head) / len(head)) / sd)
+
+
+def zscore(weight: float, pool: int = 50) -> Fusion:
+    """Both sides as z-scores over their pool; a side that did not return a document gives its lowest."""
+
+    def fuse(bm25: Hits, vector: Hits, cut: float) -> list[str]:
+        zb, zv = _zscores(bm25[:pool]), _zscores(vector[:pool])
+        low_b, low_v = min(zb.values(), default=0.0), min(zv.values(), default=0.0)
+        scores = {d: (1 - weight) * zb.get(d, low_b) + weight * zv.get(d, low_v) for d in {*zb, *zv}}
+        return sorted(scores, key=lambda d: -scores[d])
+
+    return fuse
+
+
+def adaptive(base: float = 0.4, alpha: float = 1.0, pool: int = 50) -> Fusion:
+    """Today's convex shape with the vector weight per query: ``base`` moved toward the side whose best
+    hit stands out more from its head (``_peak``), ``alpha`` how strongly."""
+
+    def fuse(bm25: Hits, vector: Hits, cut: float) -> list[str]:
+        keyword, vectors = bm25[:pool], vector[:pool]
+        pb, pv = _peak(keyword) ** alpha, _peak(vectors) ** alpha
+        weight = base * pv / (base * pv + (1 - base) * pb)
+        scores: dict[str, float] = {}
+        for d, s in _bymax(keyword).items():
+            scores[d] = scores.get(d, 0.0) + (1 - weight) * s
+        for d, s in _minmax(vectors).items():
+            scores[d] = scores.get(d, 0.0) + weight * s
+        return sorted(scores, key=lambda d: -scores[d])
+
+    return fuse
+
+
 def evaluate(rows: Mapping[str, Any], fusion: Fusion, half: str | None) -> float:
     values = [
         ndcg10(fusion(r["bm25"], r["vector"], r["cut"]), r["labels"])
@@ -139,6 +189,12 @@ def variants() -> dict[str, Fusion]:
         for w in (0.3, 0.4, 0.5, 0.6, 0.7):
             found[f"convex w{w} pool{pool}"] = convex(w, pool)
         found[f"rrf k60 pool{pool}"] = rrf(60, pool)
+    for w in (0.4, 0.5):
+        for pool in (50, 100):
+            found[f"zscore w{w} pool{pool}"] = zscore(w, pool)
+    for base in (0.4, 0.5):
+        for alpha in (0.5, 1.0, 2.0):
+            found[f"adaptive b{base} a{alpha}"] = adaptive(base, alpha)
     return found
 
 
