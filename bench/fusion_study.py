@@ -96,6 +96,16 @@ def _bymax(hits: Hits) -> dict[str, float]:
     return {d: s / top if top else 0.0 for d, s in hits}
 
 
+def _convex(keyword: Hits, vectors: Hits, weight: float) -> list[str]:
+    """BM25 divided by its best, cosine min-max, ``weight`` on the vector side."""
+    scores: dict[str, float] = {}
+    for d, s in _bymax(keyword).items():
+        scores[d] = scores.get(d, 0.0) + (1 - weight) * s
+    for d, s in _minmax(vectors).items():
+        scores[d] = scores.get(d, 0.0) + weight * s
+    return sorted(scores, key=lambda d: -scores[d])
+
+
 def convex(weight: float, pool: int = 20, cut_vectors: bool = True) -> Fusion:
     """Today's default shape: BM25 by its best, cosine min-max over the pool, ``weight`` on the vector."""
 
@@ -103,12 +113,7 @@ def convex(weight: float, pool: int = 20, cut_vectors: bool = True) -> Fusion:
         keyword = bm25[:pool]
         lexical = {d for d, _ in keyword}
         vectors = [(d, s) for d, s in vector[:pool] if not cut_vectors or s >= cut or d in lexical]
-        scores: dict[str, float] = {}
-        for d, s in _bymax(keyword).items():
-            scores[d] = scores.get(d, 0.0) + (1 - weight) * s
-        for d, s in _minmax(vectors).items():
-            scores[d] = scores.get(d, 0.0) + weight * s
-        return sorted(scores, key=lambda d: -scores[d])
+        return _convex(keyword, vectors, weight)
 
     return fuse
 
@@ -164,12 +169,7 @@ def adaptive(base: float = 0.4, alpha: float = 1.0, pool: int = 50) -> Fusion:
         keyword, vectors = bm25[:pool], vector[:pool]
         pb, pv = _peak(keyword) ** alpha, _peak(vectors) ** alpha
         weight = base * pv / (base * pv + (1 - base) * pb)
-        scores: dict[str, float] = {}
-        for d, s in _bymax(keyword).items():
-            scores[d] = scores.get(d, 0.0) + (1 - weight) * s
-        for d, s in _minmax(vectors).items():
-            scores[d] = scores.get(d, 0.0) + weight * s
-        return sorted(scores, key=lambda d: -scores[d])
+        return _convex(keyword, vectors, weight)
 
     return fuse
 
