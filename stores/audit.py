@@ -77,8 +77,7 @@ class AuditStore:
     def __init__(self, data_dir: str | Path, url: str = "", *, pool: Any = None) -> None:
         self._db = db = open_database(Path(data_dir) / "audit.sqlite", url, pool=pool)
         self._mark, self._postgres = db.mark, db.postgres
-        db.execute(SCHEMA.format(serial=db.serial()), retry=True)
-        db.execute(INDEX, retry=True)
+        db.create(SCHEMA.format(serial=db.serial()), INDEX)
 
     def record(self, entry: AuditEntry) -> int:
         """Append one entry; returns its id."""

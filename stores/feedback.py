@@ -60,7 +60,7 @@ class FeedbackStore:
     def __init__(self, data_dir: str | Path, url: str = "", *, pool: Any = None) -> None:
         self._db = db = open_database(Path(data_dir) / "feedback.sqlite", url, pool=pool)
         self._mark, self._postgres = db.mark, db.postgres
-        db.execute(SCHEMA.format(serial=db.serial()), retry=True)
+        db.create(SCHEMA.format(serial=db.serial()))
         # A table from before ratings counted recorded citations only gets the column.
         if self._postgres:
             db.execute("ALTER TABLE feedback ADD COLUMN IF NOT EXISTS cited TEXT", retry=True)

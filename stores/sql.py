@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from stores.postgres import DATABASE_SETTING, borrowed, is_postgres, open_pool, run
 
 T = TypeVar("T")
+SCHEMA_LOCK = "SELECT pg_advisory_xact_lock(hashtext('kb-agent:schema'))"  # held by whoever creates tables
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,23 @@ class Database:
             return Rows(rows, cursor.rowcount, getattr(cursor, "lastrowid", None))
 
         return self.run(statement, retry=retry)
+
+    def create(self, *statements: str) -> None:
+        """Run ``CREATE ... IF NOT EXISTS`` statements. On Postgres they run in one transaction under the
+        schema lock every store takes: two processes creating one table or index at once otherwise
+        collide in the catalog ("duplicate key value violates unique constraint pg_class...")."""
+        if not self.postgres:
+            for statement in statements:
+                self.execute(statement)
+            return
+
+        def schema(conn: Any) -> None:
+            with conn.transaction():
+                conn.execute(SCHEMA_LOCK)
+                for statement in statements:
+                    conn.execute(statement)
+
+        self.run(schema, retry=True)
 
     @contextmanager
     def transaction(self) -> Iterator[Any]:

@@ -79,8 +79,7 @@ class ThreadRegistry:
         path = Path() if pool is not None or is_postgres(url) else sqlite_path(data_dir, url)
         self._db = open_database(path, url, pool=pool, setting=CHECKPOINT_SETTING)
         self._mark, self._postgres = self._db.mark, self._db.postgres
-        for statement in SCHEMA:
-            self._db.execute(statement, retry=True)
+        self._db.create(*SCHEMA)
 
     def _sql(self, sql: str) -> str:
         return sql.replace("?", self._mark)

@@ -57,7 +57,7 @@ class ToolEffectLog:
             Path() if postgres else sqlite_path(data_dir, url), url, pool=pool, setting=CHECKPOINT_SETTING
         )
         self._mark = self._db.mark
-        self._db.execute(SCHEMA, retry=True)
+        self._db.create(SCHEMA)
         self.prune(retention)  # once per open: the table stays the size of recent activity
 
     def prune(self, older_than: timedelta) -> int:
