@@ -249,20 +249,9 @@ def model_summarizer(model: BaseChatModel) -> Summarizer:
 # -- the node -------------------------------------------------------------------------------------
 
 
-def make_summarize(
-    registry: ToolRegistry | None = None,
-    model: BaseChatModel | None = None,
-    *,
-    summarizer: Summarizer | None = None,
-    settings: HistoryLimits | None = None,
-    deployment: Settings | None = None,
-    chat_models: ChatModelFactory = get_chat_model,
-) -> Node:
-    """The fold as a node of its own (the agent node runs :func:`make_fold`'s body before each round)."""
-    body = make_fold(
-        registry, model, summarizer=summarizer, settings=settings, deployment=deployment, chat_models=chat_models
-    )
-    return dual_node(body, "summarize")
+def make_summarize(*args: Any, **kwargs: Any) -> Node:
+    """The fold (:func:`make_fold`, same arguments) as a node of its own; the graph runs it inside ``agent``."""
+    return dual_node(make_fold(*args, **kwargs), "summarize")
 
 
 def make_fold(

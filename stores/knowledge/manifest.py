@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from stores.postgres import is_postgres
-from stores.sql import switch_to_wal
+from stores.sql import SCHEMA_LOCK, switch_to_wal
 
 log = logging.getLogger(__name__)
 MANIFEST_FILE = "manifest.sqlite3"
@@ -123,7 +123,7 @@ class Manifest:
             self.lock_key = str(self.lock_path.resolve())
         with self._connect() as db:
             if self.shared:  # two processes creating the tables at once collide in Postgres's catalog
-                db.execute("SELECT pg_advisory_xact_lock(hashtext('kb-agent:schema'))")
+                db.execute(SCHEMA_LOCK)
             else:
                 switch_to_wal(db)
             for statement in _SCHEMA.format(files=self.files, meta=self.meta_table).split(";"):

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from stores.knowledge.manifest import FileRecord
 from stores.postgres import is_postgres
-from stores.sql import Database, open_database
+from stores.sql import SCHEMA_LOCK, Database, open_database
 from stores.text_analysis import indexed_text
 
 if TYPE_CHECKING:
@@ -92,7 +92,7 @@ class Trash:
         self._database: Database | None = None
         with self._db() as db:
             if self.shared:  # two replicas creating the table at once collide in Postgres's catalog
-                db.execute("SELECT pg_advisory_xact_lock(hashtext('kb-agent:schema'))")
+                db.execute(SCHEMA_LOCK)
             serial, autoincrement = ("BIGSERIAL", "") if self.shared else ("INTEGER", " AUTOINCREMENT")
             db.execute(SCHEMA.format(table=self.table, serial=serial, autoincrement=autoincrement))
         if self.shared and self.path.exists():

@@ -21,7 +21,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, messages_from_dict, messages_to_dict
 
-from stores.sql import open_database
+from stores.sql import SCHEMA_LOCK, open_database
 
 LEASE_SECONDS = 600.0  # a row of a process on another host is taken over after this long
 SCHEMA = """
@@ -81,7 +81,7 @@ class MemoryOutbox:
             conn.execute(schema)
             return
         with conn.transaction():  # two processes creating the table at once collide in Postgres's catalog
-            conn.execute("SELECT pg_advisory_xact_lock(hashtext('kb-agent:schema'))")
+            conn.execute(SCHEMA_LOCK)
             conn.execute(schema)
 
     def _sql(self, sql: str) -> str:
