@@ -12,6 +12,11 @@ Postgres database made with CREATE DATABASE on the running cluster, and redis-se
 - ``dev-slow`` / ``serve-slow`` / ``serve-2-slow``: the model is the loopback OpenAI-compatible endpoint
   (tests/fixtures/openai_server.py) answering every request after ``--latency`` (0.5 s); reported against
   the ideal wall time, turns x model rounds per turn x latency (all threads in parallel), target <= 1.5x;
+- ``peer-slow``: the same ``kb-agent serve`` (one replica, the same auth, edge, Postgres, Redis and 500 ms
+  endpoint) driving ``create_agent`` (``bench/peer_graph.py``, the second graph of ``bench/langgraph.json``)
+  instead of our graph: the peer on the same runtime. Every serve scenario reports the server process's CPU
+  seconds per turn (``/proc``: user + system, the turns only), so ``serve-slow`` / ``peer-slow`` is what our
+  graph costs the server against ``create_agent``'s;
 - ``kill``: one replica under the same offline load, killed with SIGKILL once a third of the turns are
   done and restarted at once: restart time, and how long after the kill the runs it cut were final.
 
@@ -68,7 +73,9 @@ from tests.fixtures.serve import (  # noqa: E402
 )
 
 GRAPH_ID = "kb_agent"
-SCENARIOS = ("dev", "serve", "serve-2", "dev-slow", "serve-slow", "serve-2-slow", "kill")
+PEER_GRAPH_ID = "create_agent"
+BENCH_CONFIG = ROOT / "bench" / "langgraph.json"  # our graph and the peer, served side by side
+SCENARIOS = ("dev", "serve", "serve-2", "dev-slow", "serve-slow", "serve-2-slow", "peer-slow", "kill")
 QUIET = {
     "KB_AGENT_LONG_TERM_MEMORY": "false",
     "KB_AGENT_REWRITE_QUERY": "false",
@@ -95,6 +102,7 @@ class Result:
     rounds_per_turn: float = 0.0
     ideal_s: float = 0.0
     wall_over_ideal: float = 0.0
+    server_cpu_ms_per_turn: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -147,13 +155,17 @@ def model_env(endpoint: OpenAIServer | None) -> dict[str, str]:
     }
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process and its reaped children, from ``/proc`` (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
 # -- the servers ------------------------------------------------------------------------------------------
 
 
 @contextlib.contextmanager
-def serve_stack(
-    tmp: Path, exe: Path, replicas: int, extra: dict[str, str]
-) -> Iterator[list[ServeProcess]]:
+def serve_stack(tmp: Path, exe: Path, replicas: int, extra: dict[str, str]) -> Iterator[list[ServeProcess]]:
     """``replicas`` kb-agent serve processes on a fresh database and Redis, Aegra's default leases."""
     with private_redis(tmp) as redis_url, private_database() as database_url:
         env = serve_env(tmp / "home", database_url, redis_url)
@@ -164,7 +176,7 @@ def serve_stack(
         servers = [ServeProcess(exe, env, tmp / f"serve-{i}.log") for i in range(replicas)]
         try:
             for srv in servers:
-                srv.start()
+                srv.start("--config", str(BENCH_CONFIG))
             yield servers
         finally:
             for srv in servers:
@@ -198,6 +210,7 @@ def drive(
     *,
     durable: bool = False,
     load: Load | None = None,
+    graph_id: str = GRAPH_ID,
 ) -> tuple[Load, float]:
     """All ``threads`` at once, ``turns`` each; returns what they saw and the wall time of the turns.
 
@@ -220,7 +233,7 @@ def drive(
                 if durable:
                     status = durable_turn(client, thread_id, payload, load)
                 else:
-                    result = client.runs.wait(thread_id, GRAPH_ID, input=payload, raise_error=False)
+                    result = client.runs.wait(thread_id, graph_id, input=payload, raise_error=False)
                     failed = not isinstance(result, dict) or "__error__" in result
                     status = "error" if failed else "success"
             except httpx.HTTPError as exc:
@@ -264,6 +277,19 @@ def durable_turn(client: Any, thread_id: str, payload: dict[str, Any], load: Loa
     return "stuck" if final is None else str(final["status"])
 
 
+def unanswered(url: str, load: Load) -> list[tuple[str, str, int]]:
+    """Every confirmed turn read back from its thread: the question once, its product in an answer after it."""
+    client = client_for(url, True)
+    try:
+        states = {
+            t: client.threads.get_state(t)["values"].get("messages", [])
+            for t in {t for t, *_ in load.confirmed}
+        }
+    finally:
+        client.close()
+    return missing_turns(states, load.confirmed)
+
+
 def figures(name: str, load: Load, wall: float) -> Result:
     n = len(load.latencies)
     return Result(
@@ -295,13 +321,30 @@ def run_dev(name: str, tmp: Path, args: argparse.Namespace, endpoint: OpenAIServ
 
 
 def run_serve(
-    name: str, tmp: Path, args: argparse.Namespace, endpoint: OpenAIServer | None, replicas: int
+    name: str,
+    tmp: Path,
+    args: argparse.Namespace,
+    endpoint: OpenAIServer | None,
+    replicas: int,
+    graph_id: str = GRAPH_ID,
 ) -> Result:
     with serve_stack(tmp, args.exe, replicas, model_env(endpoint)) as servers:
-        load, wall = drive([s.url for s in servers], args.threads, args.turns, authenticated=True)
+        pids = [s.proc.pid for s in servers if s.proc is not None]
+        before = sum(cpu_seconds(pid) for pid in pids)
+        load, wall = drive(
+            [s.url for s in servers], args.threads, args.turns, authenticated=True, graph_id=graph_id
+        )
+        cpu = sum(cpu_seconds(pid) for pid in pids) - before
         startups = [round(s.startup_seconds, 1) for s in servers]
+        wrong = unanswered(servers[0].url, load)
     result = figures(name, load, wall)
     result.extra["startup_s"] = startups
+    result.extra["graph"] = graph_id
+    if wrong:  # a turn that succeeded without its product in the thread is not a turn
+        result.failed += len(wrong)
+        result.extra["wrong_answers"] = wrong[:5]
+    if load.latencies:
+        result.server_cpu_ms_per_turn = round(1000 * cpu / len(load.latencies), 1)
     return result
 
 
@@ -340,7 +383,8 @@ def run_kill(name: str, tmp: Path, args: argparse.Namespace) -> Result:
         r
         for r in runs
         if kills
-        and datetime.fromisoformat(r["created_at"]).timestamp() < kills[0]
+        and datetime.fromisoformat(r["created_at"]).timestamp()
+        < kills[0]
         < datetime.fromisoformat(r["updated_at"]).timestamp()
     ]
     after = recovery_seconds(kills, [r["updated_at"] for r in cut])
@@ -363,17 +407,26 @@ def run_scenario(name: str, tmp: Path, args: argparse.Namespace, endpoint: OpenA
         return run_dev(name, tmp, args, endpoint)
     if name == "kill":
         return run_kill(name, tmp, args)
+    if name == "peer-slow":
+        return run_serve(name, tmp, args, endpoint, 1, PEER_GRAPH_ID)
     return run_serve(name, tmp, args, endpoint, 2 if name.startswith("serve-2") else 1)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--threads", type=int, default=50)
     parser.add_argument("--turns", type=int, default=3)
     parser.add_argument("--latency", type=float, default=0.5, help="seconds per request of the slow endpoint")
-    parser.add_argument("--only", default=",".join(SCENARIOS), help=f"comma-separated, of {', '.join(SCENARIOS)}")
     parser.add_argument(
-        "--dev-jobs", type=int, default=10, help="langgraph dev's --n-jobs-per-worker (0: leave it out, 1 run at a time)"
+        "--only", default=",".join(SCENARIOS), help=f"comma-separated, of {', '.join(SCENARIOS)}"
+    )
+    parser.add_argument(
+        "--dev-jobs",
+        type=int,
+        default=10,
+        help="langgraph dev's --n-jobs-per-worker (0: leave it out, 1 run at a time)",
     )
     parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args(argv)
@@ -383,14 +436,18 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown scenario(s) {unknown}: choose from {SCENARIOS}")
     venv = os.environ.get("KB_TEST_SERVER_VENV", "")
     args.exe = Path(venv) / "bin" / "kb-agent"
-    if any(s.startswith(("serve", "kill")) for s in chosen) and not args.exe.exists():
+    served = [s for s in chosen if s.startswith(("serve", "peer", "kill"))]
+    if served and not args.exe.exists():
         parser.error("KB_TEST_SERVER_VENV must name a Python 3.12 venv with .[server] installed")
-    if any(s.startswith(("serve", "kill")) for s in chosen) and not os.environ.get("KB_TEST_POSTGRES_URL"):
+    if served and not os.environ.get("KB_TEST_POSTGRES_URL"):
         parser.error("KB_TEST_POSTGRES_URL must name a Postgres this script may CREATE DATABASE on")
 
     results: list[Result] = []
     inflight = InFlight()
-    with tempfile.TemporaryDirectory(prefix="kb-server-bench-") as temp, slow_endpoint(args.latency, inflight) as slow:
+    with (
+        tempfile.TemporaryDirectory(prefix="kb-server-bench-") as temp,
+        slow_endpoint(args.latency, inflight) as slow,
+    ):
         for name in chosen:
             tmp = Path(temp) / name
             tmp.mkdir()
@@ -404,7 +461,9 @@ def main(argv: list[str] | None = None) -> int:
                 result.rounds_per_turn = round(result.model_requests / (result.turns + result.failed), 2)
                 result.ideal_s = round(args.turns * result.rounds_per_turn * args.latency, 2)
                 result.wall_over_ideal = round(result.wall_s / result.ideal_s, 2)
-                result.extra.update(endpoint_peak_in_flight=inflight.peak, endpoint_mean_in_flight=round(inflight.mean(), 2))
+                result.extra.update(
+                    endpoint_peak_in_flight=inflight.peak, endpoint_mean_in_flight=round(inflight.mean(), 2)
+                )
             print(f"    {json.dumps(asdict(result), ensure_ascii=False)}", flush=True)
             results.append(result)
     report(results, args)
@@ -416,24 +475,40 @@ def main(argv: list[str] | None = None) -> int:
 def report(results: list[Result], args: argparse.Namespace) -> None:
     """A markdown table, and each kb-agent serve figure against ``langgraph dev`` of the same run."""
     print(f"\n{args.threads} threads x {args.turns} turns, all at once\n")
-    print("| scenario | turns ok / failed | wall s | turns/s | p50 s | p95 s | wall / ideal | in flight: peak, mean |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print(
+        "| scenario | turns ok / failed | wall s | turns/s | p50 s | p95 s | wall / ideal | in flight: peak, mean "
+        "| server CPU ms / turn |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in results:
         ideal = f"{r.wall_over_ideal:.2f}x (ideal {r.ideal_s:.1f} s)" if r.ideal_s else ""
         peak, mean = r.extra.get("endpoint_peak_in_flight"), r.extra.get("endpoint_mean_in_flight")
         flight = f"{peak}, {mean:.1f}" if peak is not None else ""
         print(
             f"| {r.scenario} | {r.turns} / {r.failed} | {r.wall_s:.1f} | {r.turns_per_s:.2f} | {r.p50_s:.2f} "
-            f"| {r.p95_s:.2f} | {ideal} | {flight} |"
+            f"| {r.p95_s:.2f} | {ideal} | {flight} | {r.server_cpu_ms_per_turn or ''} |"
         )
     by = {r.scenario: r for r in results}
-    for ours, peer in (("serve", "dev"), ("serve-2", "dev"), ("serve-2", "serve"), ("serve-slow", "dev-slow"), ("serve-2-slow", "serve-slow")):
+    for ours, peer in (
+        ("serve", "dev"),
+        ("serve-2", "dev"),
+        ("serve-2", "serve"),
+        ("serve-slow", "dev-slow"),
+        ("serve-2-slow", "serve-slow"),
+    ):
         if ours in by and peer in by and by[peer].turns_per_s and by[peer].p50_s:
             a, b = by[ours], by[peer]
             print(
                 f"{ours} / {peer}: throughput {a.turns_per_s / b.turns_per_s:.2f}x, "
                 f"p50 {a.p50_s / b.p50_s:.2f}x, p95 {a.p95_s / b.p95_s:.2f}x"
             )
+    if "serve-slow" in by and "peer-slow" in by and by["peer-slow"].server_cpu_ms_per_turn:
+        a, b = by["serve-slow"], by["peer-slow"]
+        print(
+            f"serve-slow / peer-slow (create_agent on the same server): server CPU per turn "
+            f"{a.server_cpu_ms_per_turn / b.server_cpu_ms_per_turn:.2f}x, wall {a.wall_s / b.wall_s:.2f}x, "
+            f"p50 {a.p50_s / b.p50_s:.2f}x"
+        )
     if "kill" in by:
         print(f"kill: {json.dumps(by['kill'].extra)}")
 

@@ -1,0 +1,42 @@
+"""The peer a server benchmark serves beside our graph: ``langchain.agents.create_agent`` with our calculator.
+
+Named in ``bench/langgraph.json`` next to ``kb_agent``, so one ``kb-agent serve`` (Aegra, the same auth,
+edge, Postgres and workers) runs both, and a turn's server CPU can be compared graph against graph. The
+model is the operator's endpoint (``KB_AGENT_MODEL``, ``KB_AGENT_BASE_URL``, ``OPENAI_API_KEY``) through a
+plain ``ChatOpenAI``; the server gives the checkpointer, as it does to ours.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain.agents import create_agent
+from langchain_core.tools import tool
+from langchain_openai import ChatOpenAI
+
+from nodes.settings import Settings
+from tools.builtin import CALCULATOR
+from tools.calculator import evaluate
+
+
+@tool("calculator", description=CALCULATOR.description)
+def calculator(expression: str) -> str:
+    """Evaluate an arithmetic expression exactly."""
+    return evaluate(expression)
+
+
+def make_peer() -> Any:
+    """The uncompiled-by-us peer: compiled without a checkpointer, which the server supplies."""
+    settings = Settings()
+    model = ChatOpenAI(
+        model=settings.model_name,
+        base_url=settings.base_url,
+        # the offline scenarios serve this config with no endpoint (and no key); only ours is driven there
+        api_key=settings.api_key or "no-key",
+        timeout=settings.model_timeout,
+        max_retries=settings.model_max_retries,
+    )
+    return create_agent(model, tools=[calculator])
+
+
+graph = make_peer()
