@@ -44,6 +44,30 @@ class Chunk:
     hash: str
     metadata: dict[str, Any]
 
+    @property
+    def passage(self) -> str:
+        """What the vector side embeds: the chunk under its document's title and section heading."""
+        return passage_text(self.text, self.metadata)
+
+
+def context_heads(text: str, metadata: Any) -> list[str]:
+    """The title and section heading a chunk sits under, each once, without one its text begins with.
+
+    A split document's later chunks never name their subject (a paper's results, the steps under
+    "Installing"); carried with them, the heads keep those chunks near a question that names it.
+    """
+    title = str(metadata.get("title") or "").strip()
+    section = str(metadata.get("section") or "").strip()
+    heads = [title] if title and not section.startswith(title) else []
+    heads += [section] if section else []
+    return [h for h in heads if not text.startswith(h)]
+
+
+def passage_text(text: str, metadata: Any) -> str:
+    """A chunk's text under its context heads (see ``context_heads``): what is embedded and hashed."""
+    heads = context_heads(text, metadata)
+    return "\n".join([*heads, text]) if heads else text
+
 
 def chunk_document(
     doc: LoadedDocument, groups: Sequence[str], *, max_tokens: int = 320, overlap_tokens: int = 40
@@ -51,40 +75,41 @@ def chunk_document(
     """Chunks of at most ``max_tokens`` (estimate_tokens) per section, numbered in document order.
 
     Sections are split independently so a chunk never mixes two headings or pages, and an edit only
-    moves the chunks from the edited one on. Lazy: on a streamed document memory stays at one section.
+    moves the chunks from the edited one on. The title and heading every chunk is embedded under count
+    against ``max_tokens`` (the embedder's window). A piece that is only the heads (a title line split off
+    its text) is not a chunk of its own when the section has others: each of them carries it. Lazy: on a
+    streamed document memory stays at one section.
     """
     if not 0 <= overlap_tokens < max_tokens:
         raise ValueError(f"need 0 <= overlap_tokens < max_tokens, got {overlap_tokens} and {max_tokens}")
     # The splitter measures every piece twice and estimate_tokens' LRU is too small for a whole section.
     measure = functools.lru_cache(maxsize=None)(_measure)
-    splitter = RecursiveCharacterTextSplitter(
-        separators=SEPARATORS,
-        is_separator_regex=True,
-        keep_separator="end",  # punctuation stays with the sentence it ends; chunks start on a fresh one
-        chunk_size=max_tokens,
-        chunk_overlap=overlap_tokens,
-        length_function=measure,
-        strip_whitespace=True,
-    )
     group_list = ",".join(dict.fromkeys(name.strip() for name in groups if name.strip()))
     position = 0
     for section in doc.sections:
         measure.cache_clear()  # one section's pieces at a time
-        for piece in splitter.split_text(section.text):
-            text = piece.strip()
-            if not text:
-                continue
+        metadata = {"source": doc.source, "title": doc.title, "section": section.heading}
+        heads = context_heads("", metadata)
+        budget = max(max_tokens - measure("\n".join(heads)), max_tokens // 2, overlap_tokens + 1)
+        splitter = RecursiveCharacterTextSplitter(
+            separators=SEPARATORS,
+            is_separator_regex=True,
+            keep_separator="end",  # punctuation stays with the sentence it ends; chunks start on a fresh one
+            chunk_size=budget,
+            chunk_overlap=overlap_tokens,
+            length_function=measure,
+            strip_whitespace=True,
+        )
+        pieces = [text for piece in splitter.split_text(section.text) if (text := piece.strip())]
+        if len(pieces) > 1:
+            pieces = [text for text in pieces if text not in heads] or pieces
+        for text in pieces:
+            chunk_meta = {**metadata, "position": position, "groups": group_list}
             yield Chunk(
                 id=chunk_id(doc.source, position),
                 text=text,
-                hash=hashlib.sha256(text.encode("utf-8")).hexdigest()[:16],
-                metadata={
-                    "source": doc.source,
-                    "title": doc.title,
-                    "section": section.heading,
-                    "position": position,
-                    "groups": group_list,
-                },
+                hash=hashlib.sha256(passage_text(text, chunk_meta).encode("utf-8")).hexdigest()[:16],
+                metadata=chunk_meta,
             )
             position += 1
 

@@ -27,6 +27,8 @@ STREAM_THRESHOLD = 8 * 1024 * 1024  # bytes: bigger .txt/.md files are streamed,
 BLOCK = 1024 * 1024  # bytes per read when hashing, characters per read when streaming
 SECTION_CHARS = 256 * 1024  # a longer section is cut at a paragraph break: bounds the splitter's memory
 _SAMPLE = 8192  # bytes inspected for binary content
+PLAIN_TITLE_CHARS = 200  # a longer first line is a paragraph, not a title
+SENTENCE_ENDS = tuple("。！？；：，、,;:")
 _BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF8, "utf-8-sig"))
 _BOMS += ((codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))  # after UTF-32 LE: same start
 _NOT_CONTROL = bytes(b for b in range(256) if b >= 32 or b in b"\t\n\r\f\b\x1b")
@@ -168,7 +170,7 @@ def load(path: Path, root: Path, max_bytes: int | None = None) -> LoadedDocument
         sections = [Section(heading, body) for heading, raw in found if (body := _tidy(raw))]
     else:
         markdown = suffix != ".txt"
-        title = (_markdown_title(text) if markdown else None) or path.stem
+        title = (_markdown_title(text) if markdown else _plain_title(text)) or path.stem
         sections = list(_sections(_blocks(io.StringIO(text)), markdown))
     if not sections:
         raise DocumentError("no text content")
@@ -230,10 +232,9 @@ def _load_streamed(path: Path, source: str, size: int, *, markdown: bool) -> Loa
     encoding = bom or "utf-8"
     if not valid and not bom:
         encoding = "gb18030" if _scan(path, "gb18030")[1] else _guess(head)
-    title = path.stem
-    if markdown:
-        with path.open(encoding=encoding, errors="replace") as fh:
-            title = _markdown_title(fh.read(BLOCK)) or title
+    with path.open(encoding=encoding, errors="replace") as fh:
+        head = fh.read(BLOCK)
+    title = (_markdown_title(head) if markdown else _plain_title(head)) or path.stem
     return LoadedDocument(source, title, _stream_sections(path, encoding, markdown), encoding, digest, size)
 
 
@@ -318,6 +319,17 @@ def _sections(blocks: Iterable[str], markdown: bool) -> Iterator[Section]:
             pending = pending[cut:]
     if body := _tidy(pending):
         yield Section(_heading_path(stack), body)
+
+
+def _plain_title(text: str) -> str | None:
+    """A plain-text file's title: its first paragraph when that is one short line and text follows it,
+    the layout of papers, articles and notes saved as text (the file name is the fallback). A line that
+    ends like a Chinese sentence or a clause ("。", "：", ",") is the text's first sentence, not its title."""
+    head, blank, rest = text.lstrip("\ufeff \t\n").partition("\n\n")
+    head = head.strip()
+    if not blank or not rest.strip() or "\n" in head or len(head) > PLAIN_TITLE_CHARS:
+        return None
+    return None if head.endswith(SENTENCE_ENDS) else head
 
 
 def _markdown_title(text: str) -> str | None:

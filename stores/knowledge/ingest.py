@@ -216,7 +216,7 @@ class _Pipeline:
             for item in batch
             if item[0].old_hashes.get(item[1].id) != item[1].hash or item[1].id not in flags
         ]
-        vectors = iter(self.index.embedder.embed_documents([c.text for _, c, _ in fresh]) if fresh else [])
+        vectors = iter(self.index.embedder.embed_documents([c.passage for _, c, _ in fresh]) if fresh else [])
         fresh_ids = {c.id for _, c, _ in fresh}
         for job, chunk, terms in batch:
             vector = next(vectors) if chunk.id in fresh_ids else None
@@ -372,7 +372,7 @@ def write_batch(
     }
     fresh = [c for c in batch if old_hashes.get(c.id) != c.hash or c.id not in flags]
     vectors = dict(
-        zip([c.id for c in fresh], index.embedder.embed_documents([c.text for c in fresh]), strict=True)
+        zip([c.id for c in fresh], index.embedder.embed_documents([c.passage for c in fresh]), strict=True)
     )
     rows = [
         _Row(

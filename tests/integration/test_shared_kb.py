@@ -71,6 +71,15 @@ def retrievers(kb: KnowledgeBase, query: str) -> dict[str, list[str]]:
     return {p["id"]: sorted(p["retrievers"]) for p in kb.search(query, top_k=10)}
 
 
+def found_first_by_both(kb: KnowledgeBase, query: str) -> str:
+    """The best passage for ``query``, checked to be found by both retrievers (the hashing embedder's
+    buckets collide, so another document may come second on the vector side alone)."""
+    found = retrievers(kb, query)
+    first = next(iter(found), "")
+    assert found.get(first) == ["bm25", "vector"], found
+    return first
+
+
 def homes(tmp_path: Path, backend: Backend) -> tuple[Path, Path]:
     """A's and B's data dirs: one for both when embedded (one machine), their own when shared (replicas)."""
     return (tmp_path / "a", tmp_path / "b") if backend.shared else (tmp_path / "home", tmp_path / "home")
@@ -96,11 +105,11 @@ def test_what_one_process_ingests_or_prunes_every_other_sees_in_both_retrievers_
 
     # B stays open and searching (a replica, or `langgraph dev`); A writes; B's next query sees it
     kb = KnowledgeBase(home_b, embedder=HashingEmbedder(), **store_backend.kwargs())
-    assert retrievers(kb, "annual leave") == {"leave.md#0": ["bm25", "vector"]}
+    assert found_first_by_both(kb, "annual leave") == "leave.md#0"
     write(tmp_path / "more" / "forecast.md", "Quarterly revenue forecast for EMEA in version 5.3.")
     done = kb_agent("ingest", str(tmp_path / "more"), env=a)
     assert done.returncode == 0, done.stderr
-    assert retrievers(kb, "quarterly revenue forecast EMEA") == {"forecast.md#0": ["bm25", "vector"]}
+    assert found_first_by_both(kb, "quarterly revenue forecast EMEA") == "forecast.md#0"
     assert kb.search("quarterly revenue forecast", mode="vector")[0]["id"] == "forecast.md#0"
 
     (tmp_path / "docs" / "leave.md").unlink()
@@ -109,7 +118,7 @@ def test_what_one_process_ingests_or_prunes_every_other_sees_in_both_retrievers_
     assert done.returncode == 0, done.stderr
     for mode in ("hybrid", "vector", "bm25"):
         assert "leave.md#0" not in {p["id"] for p in kb.search("annual leave days", mode=mode)}, mode
-    assert retrievers(kb, "cafeteria lunch noon") == {"lunch.md#0": ["bm25", "vector"]}
+    assert found_first_by_both(kb, "cafeteria lunch noon") == "lunch.md#0"
     assert kb.stats()["documents"] == 3
     assert json.loads(kb_agent("stats", "--json", env=b).stdout)["documents"] == 3
 

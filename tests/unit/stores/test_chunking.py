@@ -105,7 +105,7 @@ def test_chunks_respect_max_tokens_and_are_trimmed(text: str) -> None:
     chunks = list(chunk_document(doc_of(Section("", text)), [], max_tokens=100, overlap_tokens=20))
     assert chunks
     for chunk in chunks:
-        assert estimate_tokens(chunk.text) <= 100
+        assert estimate_tokens(chunk.passage) <= 100  # what is embedded fits, heads included
         assert chunk.text == chunk.text.strip() and chunk.text
 
 
@@ -160,3 +160,46 @@ def test_fast_token_count_is_in_use_and_agrees_with_estimate_tokens_on_every_bmp
 @given(st.lists(st.sampled_from([*"aZ9０ 。，.!\n\t中ü\u3000가²٣-\U0001f600", "abcd", "1234"])).map("".join))
 def test_fast_token_count_agrees_with_estimate_tokens(text: str) -> None:
     assert chunking._count_tokens(text) == estimate_tokens.__wrapped__(text)
+
+
+PAPER_TITLE = "Visualization of the cell cycle in mouse embryos with a Fucci2 reporter"
+
+
+def paper(tmp_path: Path, title: str = PAPER_TITLE) -> Path:
+    body = "\n\n".join(" ".join(EN_SENTENCES[n : n + 8]) for n in range(0, 32, 8))
+    path = tmp_path / "0000a7737b393f6c.txt"
+    path.write_text(f"{title}\n\n{body}", encoding="utf-8")
+    return path
+
+
+def test_every_chunk_of_a_split_document_is_embedded_under_its_title(tmp_path: Path) -> None:
+    chunks = chunks_of(paper(tmp_path), tmp_path, max_tokens=120, overlap_tokens=10)
+    assert len(chunks) > 2
+    for chunk in chunks:
+        assert chunk.metadata["title"] == PAPER_TITLE
+        assert chunk.passage.startswith(PAPER_TITLE)
+        assert chunk.passage.count(PAPER_TITLE) == 1  # never twice, also where the text starts with it
+        assert estimate_tokens(chunk.passage) <= 120
+    # the title line split off its text is not a chunk of its own: every chunk carries it
+    assert all(chunk.text != PAPER_TITLE for chunk in chunks)
+    assert [c.metadata["position"] for c in chunks] == list(range(len(chunks)))
+
+
+def test_a_markdown_section_is_embedded_under_its_heading_path_once() -> None:
+    doc = doc_of(Section("Guide > Installing", " ".join(EN_SENTENCES)), title="Guide")
+    chunks = list(chunk_document(doc, ["g"], max_tokens=80, overlap_tokens=10))
+    assert len(chunks) > 1
+    # the heading path already names the title: it is not repeated above it
+    assert all(c.passage.startswith("Guide > Installing\n") and c.passage.count("Guide") == 1 for c in chunks)
+
+
+def test_a_new_title_re_embeds_chunks_whose_text_is_unchanged(tmp_path: Path) -> None:
+    before = chunks_of(paper(tmp_path), tmp_path, max_tokens=120, overlap_tokens=10)
+    after = chunks_of(paper(tmp_path, PAPER_TITLE.replace("mouse", "horse")), tmp_path, max_tokens=120, overlap_tokens=10)
+    pairs = list(zip(before, after, strict=True))
+    assert len(pairs) > 1 and all(a.text == b.text and a.hash != b.hash for a, b in pairs)
+
+
+def test_a_document_that_is_only_its_title_keeps_one_chunk() -> None:
+    chunks = list(chunk_document(doc_of(Section("", "T")), ["g"]))
+    assert [c.text for c in chunks] == ["T"]

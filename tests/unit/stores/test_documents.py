@@ -328,3 +328,35 @@ def test_fifty_megabytes_stream_with_bounded_memory(tmp_path: Path) -> None:
     assert chunks > 40_000 and 0 < longest <= 320
     assert peak < 64 * 1024 * 1024, f"peak {peak / 2**20:.1f} MB"
     print(f"50 MB: {chunks} chunks in {time.perf_counter() - started:.1f} s, peak {peak / 2**20:.1f} MB")
+
+
+@pytest.mark.parametrize(
+    ("text", "title"),
+    [
+        ("Fucci2 reporter mice\n\nThe cell cycle is seen live.", "Fucci2 reporter mice"),
+        ("Does aspirin prevent strokes?\n\nA trial of 2,000 adults.", "Does aspirin prevent strokes?"),
+        ("短兵\n\n短兵在中国文化当中是对尺寸较短的冷兵器的统称。", "短兵"),
+        ("\ufeff\n  Release notes 2.1\n\nFixed the importer.", "Release notes 2.1"),
+        # the file name: a first sentence, a clause, one paragraph only, two lines, a long line
+        ("仓库管理规定：所有货物入库前必须登记。\n\n出库时需要签字。", "paper"),
+        ("Dear team,\n\nthe meeting moved.", "paper"),
+        ("Only one paragraph here.", "paper"),
+        ("Line one\nline two\n\nbody", "paper"),
+        ("x" * 201 + "\n\nbody", "paper"),
+    ],
+)
+def test_a_plain_text_title_is_its_first_line_when_that_line_is_a_title(
+    tmp_path: Path, text: str, title: str
+) -> None:
+    path = tmp_path / "paper.txt"
+    path.write_text(text, encoding="utf-8")
+    doc = load(path, tmp_path)
+    assert doc.title == title
+    assert "".join(s.text for s in sections_of(doc)).startswith(text.lstrip("\ufeff \n")[:10])  # text kept whole
+
+
+def test_a_streamed_text_file_finds_its_title_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(documents, "STREAM_THRESHOLD", 100)
+    path = tmp_path / "big.txt"
+    path.write_text("Quarterly report\n\n" + "Revenue grew. " * 50, encoding="utf-8")
+    assert load(path, tmp_path).title == "Quarterly report"

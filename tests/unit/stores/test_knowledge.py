@@ -719,3 +719,18 @@ def test_a_one_word_query_finds_a_document_by_its_title_heading_or_file_name(
     assert found("relocation") == ["guides/relocation.md"]
     kb.index.rebuild_bm25()
     assert found("runbook_zx81") == ["ops/runbook_zx81.txt"]
+
+
+def test_the_later_chunks_of_a_paper_are_found_by_its_title_on_the_vector_side(tmp_path: Path) -> None:
+    """A split document's later chunks never name their subject; embedded under the title, they do."""
+    kb = KnowledgeBase(tmp_path / "data", embedder=HashingEmbedder(), chunk_tokens=60)
+    body = "\n\n".join(
+        " ".join(f"Cohort {n}{m} was followed for {m + 3} weeks." for m in range(4)) for n in range(3)
+    )
+    write(tmp_path / "docs" / "a3f9c2.txt", f"Zebrafish fin regeneration atlas\n\n{body}")
+    write(tmp_path / "docs" / "other.txt", "Quarterly revenue\n\n" + "Sales grew in every region. " * 40)
+    kb.ingest([tmp_path / "docs"])
+    chunks = sorted(i for i in kb.index_ids()["manifest"] if i.startswith("a3f9c2.txt#"))
+    assert len(chunks) > 1 and all(p["metadata"]["title"] == "Zebrafish fin regeneration atlas" for p in kb.get(chunks))
+    found = {p["id"] for p in kb.search("zebrafish fin regeneration", mode="vector", top_k=10)}
+    assert set(chunks) <= found  # every chunk, none of which contains the words
