@@ -136,11 +136,6 @@ class Services:
     def _pool(self, url: str, setting: str = DATABASE_SETTING) -> Any:
         return self._pools(url, setting) if is_postgres(url) else None
 
-    def has_knowledge(self) -> bool:
-        """Whether ``knowledge()`` has a knowledge base to give, without opening one (a Chroma server may
-        hold one this process never ingested: assumed so)."""
-        return self._knowledge is not None or bool(self.settings.chroma_url) or self.knowledge_dir.exists()
-
     def knowledge(self, *, create: bool = False) -> Any | None:
         """The knowledge base, or None when nothing was ingested yet (unless ``create``)."""
         s = self.settings
@@ -362,7 +357,6 @@ def knowledge_services(root: Root = ROOT) -> KnowledgeServices:
         feedback=lambda settings: root.services(settings).feedback(),
         summarize=lambda topic, passages, settings: summarize(topic, passages, settings, root.chat_models),
         penalties=lambda settings: root.services(settings).feedback_penalties(),
-        ingested=lambda settings: root.services(settings).has_knowledge(),
     )
 
 

@@ -28,11 +28,6 @@ class KnowledgeServices:
     feedback: Callable[[Any], Any]  # settings -> FeedbackStore
     summarize: Callable[[str, list[Passage], Any], dict[str, Any]]  # (topic, passages, settings) -> summary
     penalties: Callable[[Any], Mapping[str, int]] | None = None  # settings -> chunk ids rated bad (counts)
-    # settings -> whether there is a knowledge base to search, answered without opening it (None: assume so)
-    ingested: Callable[[Any], bool] | None = None
-
-
-EMPTY = "the knowledge base is empty: nothing has been ingested yet (kb-agent ingest PATH)"
 
 
 def _search(services: KnowledgeServices, kb: Any, query: str, ctx: ToolContext, top_k: int) -> list[Passage]:
@@ -91,16 +86,10 @@ def _recorded_citations(answer: AIMessage, recorded: Any) -> list[str] | None:
 def knowledge_tools(services: KnowledgeServices) -> list[ToolSpec]:
     """The tool specs, bound to ``services``."""
 
-    def nothing_ingested(settings: Any) -> str:
-        """Searching an empty knowledge base can only come back empty: such a run is not offered it."""
-        if services.ingested is None or services.ingested(settings):
-            return ""
-        return EMPTY
-
     def search_knowledge(query: str, top_k: int = 5, *, tool_context: ToolContext) -> str:
         kb = services.knowledge(tool_context.run_settings())
         if kb is None:
-            return f"{EMPTY[0].upper()}{EMPTY[1:]}."
+            return "The knowledge base is empty: nothing has been ingested yet (kb-agent ingest PATH)."
         hits = _search(services, kb, query, tool_context, top_k)
         if not hits:
             return json.dumps(
@@ -219,7 +208,6 @@ def knowledge_tools(services: KnowledgeServices) -> list[ToolSpec]:
             domain="knowledge",
             always_on=True,
             permissions=("kb:read",),
-            unavailable=nothing_ingested,
         ),
         ToolSpec(
             name="generate_summary",
@@ -242,7 +230,6 @@ def knowledge_tools(services: KnowledgeServices) -> list[ToolSpec]:
             always_on=True,
             permissions=("kb:read",),
             timeout=120.0,
-            unavailable=nothing_ingested,
         ),
         ToolSpec(
             name="submit_feedback",

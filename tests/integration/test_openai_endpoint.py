@@ -120,11 +120,13 @@ def test_tool_loop_round_trips_through_the_real_client(serve: Serve, graph: Comp
     for request in server.requests:
         _assert_system_first(request)
 
-    # The tools offered, with the registry's JSON schemas, verbatim (nothing is ingested here: no search).
+    # The tools offered, with the registry's JSON schemas, verbatim.
     offered = {t["function"]["name"]: t for t in first["tools"]}
     assert set(offered) == {
         "calculator",
         "get_current_date",
+        "search_knowledge",
+        "generate_summary",
         "submit_feedback",
         "knowledge_stats",
         "remember",

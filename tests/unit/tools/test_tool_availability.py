@@ -1,9 +1,8 @@
 """A tool whose feature is switched off for a run is neither offered to the model nor run if asked for.
 
 With long-term memory off, ``remember``/``forget``/``search_memories`` would keep or look up memories no
-turn recalls; with nothing ingested, ``search_knowledge``/``generate_summary`` can only come back empty.
-They are left out of the request (smaller too: every tool's schema is sent each round), and a call that
-names one anyway gets an error saying why.
+turn recalls: they are left out of the request (smaller too: every tool's schema is sent each round),
+and a call that names one anyway gets an error saying why.
 """
 
 from __future__ import annotations
@@ -32,7 +31,7 @@ def test_memory_tools_are_offered_only_to_runs_with_long_term_memory(tmp_path: P
     off = {spec.name for spec in offered_tools(registry, question, settings(tmp_path, False))}
     assert on >= MEMORY_TOOLS
     assert not MEMORY_TOOLS & off
-    assert {"calculator", "knowledge_stats"} <= off
+    assert {"calculator", "search_knowledge"} <= off
 
 
 def test_a_call_to_a_switched_off_tool_is_an_error_that_says_why(tmp_path: Path) -> None:
@@ -42,31 +41,3 @@ def test_a_call_to_a_switched_off_tool_is_an_error_that_says_why(tmp_path: Path)
     (outcome,) = ToolExecutor(default_registry()).run([call], context)
     assert outcome.status == "error"
     assert "long-term memory is off" in outcome.content
-
-
-KB_SEARCH_TOOLS = {"search_knowledge", "generate_summary"}
-
-
-def test_knowledge_search_is_offered_once_something_is_ingested(tmp_path: Path) -> None:
-    from graph.services import ROOT
-
-    registry = default_registry()
-    question = [HumanMessage("what does the handbook say about leave?")]
-    run = settings(tmp_path, False)
-    empty = {spec.name for spec in offered_tools(registry, question, run)}
-    assert not KB_SEARCH_TOOLS & empty
-    assert {"calculator", "knowledge_stats"} <= empty  # "what is in the knowledge base?" still has an answer
-
-    context = ToolContext(user_id="alice", settings=run, history=tuple(question))
-    call = ToolCallRequest(id="c1", name="search_knowledge", args={"query": "leave"})
-    (outcome,) = ToolExecutor(registry).run([call], context)
-    assert outcome.status == "error" and "nothing has been ingested" in outcome.content
-
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "handbook.md").write_text("# Handbook\n\nEmployees get ten days of annual leave.", "utf-8")
-    ROOT.services(run).knowledge(create=True).ingest([docs])
-    ingested = {spec.name for spec in offered_tools(registry, question, run)}
-    assert ingested >= KB_SEARCH_TOOLS  # the next round of the same deployment, no restart
-    (outcome,) = ToolExecutor(registry).run([call], context)
-    assert outcome.status == "success" and "handbook.md#0" in outcome.content
