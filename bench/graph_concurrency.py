@@ -259,35 +259,20 @@ def run_scenario(name: str, tmp: Path, args: argparse.Namespace, endpoint: Endpo
 
 
 def peer_agent(saver: Any) -> Any:
-    """``create_agent`` with our calculator, a client of the same endpoint, and ``saver``.
+    """``create_agent`` with our calculator (``bench/peer_graph.py``), a client of the same endpoint, and
+    ``saver``.
 
     Its HTTP clients are its own: langchain-openai shares one default async client per process, and the
     one an earlier scenario's event loop made fails on this one's ("Event loop is closed")."""
     import httpx
-    from langchain.agents import create_agent
-    from langchain_core.tools import tool
-    from langchain_openai import ChatOpenAI
 
+    from bench.peer_graph import make_peer
     from nodes.settings import Settings
-    from tools.builtin import CALCULATOR
-    from tools.calculator import evaluate
 
-    @tool("calculator", description=CALCULATOR.description)
-    def calculator(expression: str) -> str:
-        """Evaluate an arithmetic expression exactly."""
-        return evaluate(expression)
-
-    settings = Settings()
-    model = ChatOpenAI(
-        model=settings.model_name,
-        base_url=settings.base_url,
-        api_key=settings.api_key,
-        timeout=settings.model_timeout,
-        max_retries=settings.model_max_retries,
-        http_client=httpx.Client(timeout=settings.model_timeout),
-        http_async_client=httpx.AsyncClient(timeout=settings.model_timeout),
+    timeout = Settings().model_timeout
+    return make_peer(
+        saver, http_client=httpx.Client(timeout=timeout), http_async_client=httpx.AsyncClient(timeout=timeout)
     )
-    return create_agent(model, tools=[calculator], checkpointer=saver)
 
 
 def quiet_environment(home: Path, endpoint: Endpoint) -> None:

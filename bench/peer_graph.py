@@ -25,8 +25,9 @@ def calculator(expression: str) -> str:
     return evaluate(expression)
 
 
-def make_peer() -> Any:
-    """The uncompiled-by-us peer: compiled without a checkpointer, which the server supplies."""
+def make_peer(checkpointer: Any = None, **clients: Any) -> Any:
+    """The peer: compiled with ``checkpointer`` (none on a server, which supplies its own) and, in
+    ``clients``, the HTTP clients a caller needs of its own (``http_client``/``http_async_client``)."""
     settings = Settings()
     model = ChatOpenAI(
         model=settings.model_name,
@@ -35,8 +36,9 @@ def make_peer() -> Any:
         api_key=settings.api_key or "no-key",
         timeout=settings.model_timeout,
         max_retries=settings.model_max_retries,
+        **clients,
     )
-    return create_agent(model, tools=[calculator])
+    return create_agent(model, tools=[calculator], checkpointer=checkpointer)
 
 
 graph = make_peer()
