@@ -61,6 +61,12 @@ function failed(error) {
   if (!(error instanceof SignedOut)) say(`${t("failed")}: ${error.message}`);
 }
 
+function lost(error) {
+  // fetch rejects with a TypeError when the server cannot be reached: what is shown may be cut off
+  if (error instanceof TypeError) offerReload();
+  else failed(error);
+}
+
 // ---- signing in --------------------------------------------------------------------------------------
 
 function signOut(note = "") {
@@ -252,7 +258,7 @@ async function reload() {
   if (thread.status === "busy") {
     // a run of this thread is still going (started elsewhere, or resumed by a restarted server): look again
     say(t("stillAnswering"));
-    watching = setTimeout(() => { if (id === threadId && !running) reload().catch(failed); }, 2000);
+    watching = setTimeout(() => { if (id === threadId && !running) reload().catch(lost); }, 2000);
   } else {
     say("");
   }
@@ -349,14 +355,15 @@ async function stream(body) {
     offerReload();
     return;
   }
-  if (!controller.signal.aborted) {
-    try {
-      await reload(); // the thread's state replaces what was streamed: nothing is shown twice
-      await listThreads();
-    } catch (error) {
-      if (error instanceof TypeError) offerReload();
-      else failed(error);
-    }
+  if (controller.signal.aborted) return;
+  try {
+    // The thread's state replaces what was streamed, so nothing is shown twice. A stream can also end
+    // cleanly before its run has (a server shutting down closes it): the state then says the thread is
+    // busy and the page watches it, and a server gone while watching is said as a cut-off answer.
+    await reload();
+    await listThreads();
+  } catch (error) {
+    lost(error);
   }
 }
 

@@ -303,6 +303,60 @@ def test_a_server_gone_mid_answer_is_said_and_the_thread_reloads_without_doubles
         tab.close()
 
 
+# The stream reaches the page up to the answer's first words, then ends as if the server had closed it
+# cleanly; the rest is still read (and dropped), so the server sees no disconnect and the run goes on.
+END_STREAM_EARLY = """
+const realFetch = window.fetch.bind(window);
+window.fetch = async (input, init) => {
+  const response = await realFetch(input, init);
+  if (!String(input).includes("/runs/stream")) return response;
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  const body = new ReadableStream({
+    async start(controller) {
+      let seen = "";
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        controller.enqueue(value);
+        seen += decoder.decode(value, { stream: true });
+        if (seen.includes("The first")) break;
+      }
+      controller.close();
+      (async () => { try { while (!(await reader.read()).done); } catch {} })();
+    },
+  });
+  return new Response(body, { status: response.status, headers: response.headers });
+};
+"""
+
+
+def test_a_stream_that_ends_before_its_run_is_not_taken_for_the_answer(
+    browser: Any, slow_server: DevServer, tmp_path: Path
+) -> None:
+    tab = Page(browser, slow_server.url, tmp_path)
+    tab.context.add_init_script(END_STREAM_EARLY)
+    try:
+        page = tab.sign_in("tok-alice")
+        page.click("#new-thread")
+        page.fill("textarea[name=question]", "Tell me a third long story")
+        page.press("textarea[name=question]", "Enter")
+        page.wait_for_selector("#send:not([disabled])")  # the stream has ended, the run has not
+        page.wait_for_function("() => document.getElementById('status').textContent.includes('still')")
+        slow_server.stop()  # the server goes away before the run is done
+        page.wait_for_selector("#status #reload", timeout=15_000)
+        assert "cut off" in page.inner_text("#status")
+        tab.shot("cut")
+        slow_server.start()
+        page.click("#status #reload")
+        page.wait_for_function("() => !document.querySelector('#log .streaming')")
+        questions = page.locator("#log .message.human", has_text="Tell me a third long story")
+        assert questions.count() == 1
+        assert page.locator("#log .message.ai").count() <= 1
+    finally:
+        tab.close()
+
+
 def test_a_token_that_stops_being_accepted_asks_for_a_new_one_once(tab: Page) -> None:
     page = tab.sign_in("tok-alice")
     page.evaluate("sessionStorage.setItem('kb-agent-token', 'revoked-token')")
