@@ -23,7 +23,7 @@ endpoint's requests in flight (peak, mean while busy), and the wall time against
 rounds per turn x latency, all threads in parallel). Every answer is checked: a turn
 counts as ok only if its last message carries the product.
 
-    python bench/graph_concurrency.py [--only async,sync-pool] [--threads 50] [--turns 3] [--postgres URL] [--json out.json]
+    python bench/graph_concurrency.py [--only async,sync-pool] [--threads 50] [--turns 3] [--rounds 5] [--postgres URL] [--json out.json]
     python bench/graph_concurrency.py --only async,peer-async,sync-threads,peer-sync-threads --threads 20
 """
 
@@ -34,6 +34,7 @@ import asyncio
 import contextlib
 import json
 import os
+import statistics
 import sys
 import tempfile
 import threading
@@ -102,6 +103,7 @@ class Result:
 
     scenario: str
     backend: str
+    round: int = 1
     turns: int = 0
     failed: int = 0
     wall_s: float = 0.0
@@ -319,6 +321,12 @@ def main() -> int:
     parser.add_argument(
         "--postgres", default=os.environ.get("KB_TEST_POSTGRES_URL", ""), help="checkpoints in Postgres"
     )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="run the scenarios this many times, in alternating order; ratios are the median over rounds",
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     chosen = [s.strip() for s in args.only.split(",") if s.strip()]
@@ -332,13 +340,16 @@ def main() -> int:
         with tempfile.TemporaryDirectory(prefix="kb-graph-bench-") as temp:
             quiet_environment(Path(temp) / "home", endpoint)
             warm_up()
-            for name in chosen:
-                tmp = Path(temp) / name
-                tmp.mkdir()
-                print(f"[{time.strftime('%H:%M:%S')}] {name} ...", flush=True)
-                result = run_scenario(name, tmp, args, endpoint)
-                print(f"    {json.dumps(asdict(result), ensure_ascii=False)}", flush=True)
-                results.append(result)
+            for round_ in range(1, max(1, args.rounds) + 1):
+                # alternating order: a machine getting busier or quieter favours neither side
+                for name in chosen if round_ % 2 else reversed(chosen):
+                    tmp = Path(temp) / f"{name}-{round_}"
+                    tmp.mkdir()
+                    print(f"[{time.strftime('%H:%M:%S')}] {name} (round {round_}) ...", flush=True)
+                    result = run_scenario(name, tmp, args, endpoint)
+                    result.round = round_
+                    print(f"    {json.dumps(asdict(result), ensure_ascii=False)}", flush=True)
+                    results.append(result)
     finally:
         endpoint.close()
     report(results, args)
@@ -348,30 +359,42 @@ def main() -> int:
 
 
 def report(results: list[Result], args: argparse.Namespace) -> None:
-    """A markdown table, and the async graph against the sync pool of the same run."""
+    """A markdown table, and each pair's ratios: per round, and their median when there are several."""
     print(
         f"\n{args.threads} threads x {args.turns} turns in one process, {args.latency} s per model request\n"
     )
     print(
-        "| scenario | checkpoints | turns ok / failed | wall s | turns/s | p50 s | p95 s | CPU ms/turn | wall / ideal | in flight: peak, mean |"
+        "| scenario | round | checkpoints | turns ok / failed | wall s | turns/s | p50 s | p95 s | CPU ms/turn | wall / ideal | in flight: peak, mean |"
     )
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in results:
         print(
-            f"| {r.scenario} | {r.backend} | {r.turns} / {r.failed} | {r.wall_s:.1f} | {r.turns_per_s:.2f} "
+            f"| {r.scenario} | {r.round} | {r.backend} | {r.turns} / {r.failed} | {r.wall_s:.1f} | {r.turns_per_s:.2f} "
             f"| {r.p50_s:.2f} | {r.p95_s:.2f} | {r.cpu_ms_per_turn:.0f} | {r.wall_over_ideal:.2f}x (ideal {r.ideal_s:.1f} s) "
             f"| {r.peak_in_flight}, {r.mean_in_flight:.1f} |"
         )
-    by = {r.scenario: r for r in results}
-    for ours in ("async", "sync-threads"):
-        if ours in by and "sync-pool" in by and by["sync-pool"].wall_s:
-            print(f"{ours} / sync-pool: wall {by[ours].wall_s / by['sync-pool'].wall_s:.2f}x")
-        peer = by.get(f"peer-{ours}")
-        if ours in by and peer is not None and peer.wall_s and peer.cpu_ms_per_turn:
-            print(
-                f"{ours} / peer-{ours} (create_agent): wall {by[ours].wall_s / peer.wall_s:.2f}x "
-                f"(target <= {PEER_TARGET}), CPU per turn {by[ours].cpu_ms_per_turn / peer.cpu_ms_per_turn:.2f}x"
-            )
+    rounds: dict[int, dict[str, Result]] = {}
+    for r in results:
+        rounds.setdefault(r.round, {})[r.scenario] = r
+    for ours, peer, target in [
+        *((o, "sync-pool", None) for o in ("async", "sync-threads")),
+        *((o, f"peer-{o}", PEER_TARGET) for o in ("async", "sync-threads")),
+    ]:
+        pairs = [
+            (by[ours], by[peer]) for by in rounds.values() if ours in by and peer in by and by[peer].wall_s
+        ]
+        if not pairs:
+            continue
+        walls = [a.wall_s / b.wall_s for a, b in pairs]
+        cpus = [a.cpu_ms_per_turn / b.cpu_ms_per_turn for a, b in pairs if b.cpu_ms_per_turn]
+        line = f"{ours} / {peer}: wall {statistics.median(walls):.2f}x"
+        if target is not None:
+            line += f" (target <= {target})"
+        if cpus:
+            line += f", CPU per turn {statistics.median(cpus):.2f}x"
+        if len(pairs) > 1:
+            line += f"; median of {len(pairs)} rounds, wall per round " + " ".join(f"{w:.2f}" for w in walls)
+        print(line)
 
 
 if __name__ == "__main__":

@@ -7,8 +7,8 @@ path must keep working for ``graph.invoke`` with the same results.
 
 A node's body is a generator: it yields each piece of I/O as an :class:`IO` and receives its result (or
 its exception, thrown back in at the ``yield``). :func:`dual_node` runs the body blocking under
-``invoke`` and awaiting under ``ainvoke`` — a blocking call with no async twin goes to a worker thread,
-and so does the code between two IOs — and hands LangGraph both as one :class:`DualNode` runnable, which
+``invoke`` and awaiting under ``ainvoke`` — there a blocking call with no async twin and the code between
+two IOs run on a worker thread, one hop per await — and hands LangGraph both as one :class:`DualNode` runnable, which
 finds the run's ``Runtime`` with LangGraph's public ``get_runtime()``. What matters is that no thread is
 held while a model answers.
 """
@@ -36,11 +36,6 @@ class IO(Generic[T]):
     call: Callable[[], T]
     acall: Callable[[], Awaitable[T]] | None = None
 
-    async def run_async(self) -> T:
-        if self.acall is not None:
-            return await self.acall()
-        return await asyncio.to_thread(self.call)  # Chroma, bm25s, SQLite: off the event loop
-
 
 Steps = Generator[IO[Any], Any, dict[str, Any]]
 NodeBody = Callable[[State, Runtime[Context]], Steps]
@@ -61,29 +56,39 @@ def run_steps(steps: Steps) -> dict[str, Any]:
         return done.value
 
 
-def _advance(step: Callable[[Any], IO[Any]], value: Any) -> tuple[bool, Any]:
-    """Run the body to its next IO (or its end): StopIteration cannot cross a thread's future."""
-    try:
-        return False, step(value)
-    except StopIteration as done:
-        return True, done.value
+def _advance(steps: Steps, step: Callable[[Any], IO[Any]], value: Any) -> tuple[bool, Any]:
+    """In a worker thread: run the body, and every blocking IO it yields, up to its next awaitable IO
+    (returned) or its end (its result). StopIteration cannot cross a thread's future, hence the flag."""
+    while True:
+        try:
+            pending = step(value)
+        except StopIteration as done:
+            return True, done.value
+        if pending.acall is not None:
+            return False, pending
+        try:
+            value, step = pending.call(), steps.send
+        except Exception as exc:
+            value, step = exc, steps.throw
 
 
 async def arun_steps(steps: Steps) -> dict[str, Any]:
-    """Drive a node body under ``ainvoke``: each IO awaited, the code between them on a worker thread.
+    """Drive a node body under ``ainvoke``: each awaitable IO on the event loop, everything else on a
+    worker thread, in one hop per await.
 
     The code between two IOs is short, but it may still touch a file (opening a store, an SSL context on
     a client's first use, a log): on the event loop that would stall every other run, and ``langgraph
-    dev`` refuses it outright. So only the awaiting happens on the loop.
+    dev`` refuses it outright. Blocking IOs (Chroma, bm25s, SQLite) run in the same hop as the code
+    around them: under 50 conversations the default executor's queue, not the work, is what a hop costs.
     """
-    done, value = await asyncio.to_thread(_advance, steps.send, None)
+    done, value = await asyncio.to_thread(_advance, steps, steps.send, None)
     while not done:
         try:
-            result = await value.run_async()
+            result = await value.acall()
         except Exception as exc:
-            done, value = await asyncio.to_thread(_advance, steps.throw, exc)
+            done, value = await asyncio.to_thread(_advance, steps, steps.throw, exc)
         else:
-            done, value = await asyncio.to_thread(_advance, steps.send, result)
+            done, value = await asyncio.to_thread(_advance, steps, steps.send, result)
     return value
 
 
