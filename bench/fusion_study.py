@@ -3,6 +3,8 @@
     python bench/fusion_study.py dump ../shared/eval/scifact --split train --out /tmp/scifact-train.json
     python bench/fusion_study.py dump ../shared/eval/cmrc2018 --out /tmp/cmrc.json
     python bench/fusion_study.py study /tmp/scifact-train.json /tmp/cmrc.json --half a
+    python bench/fusion_study.py bm25 ../shared/eval/scifact:train ../shared/eval/scifact:test \
+        ../shared/eval/cmrc2018:test:a ../shared/eval/cmrc2018:test:b
 
 ``dump`` indexes a BEIR folder as ``retrieval_quality.py`` does (the same cache, so nothing is embedded
 twice) and writes, per query of one split, BM25's and the vector side's top ``--pool`` documents with
@@ -207,6 +209,83 @@ def study(files: Sequence[Path], half: str | None) -> None:
         print(f"{name:28} " + "  ".join(f"{v:18.4f}" for v in figures), flush=True)
 
 
+# -- BM25 itself: parameters and pseudo-relevance feedback, at document level -----------------------
+
+
+def bm25_study(sets: Sequence[str]) -> None:
+    """BM25 variants over whole documents (title and text) with the product's tokenizer, per set
+    ``FOLDER:SPLIT[:HALF]``: Lucene's k1 and b on a grid, then RM3-style feedback (the ``m`` terms of the
+    top ``fb`` documents weighted by in-document frequency x idf, added at weight ``beta``). No vectors."""
+    import bm25s
+    import numpy as np
+
+    from stores.knowledge.evaluation import load_beir
+    from stores.text_analysis import tokenize
+
+    by_folder: dict[Path, list[tuple[str, str | None]]] = {}
+    for spec in sets:
+        folder, split, *half = spec.split(":")
+        by_folder.setdefault(Path(folder), []).append((split, half[0] if half else None))
+    header = [
+        f"{folder.name}/{split}{':' + half if half else ''}"
+        for folder, runs in by_folder.items()
+        for split, half in runs
+    ]
+    print(f"{'variant':28} " + "  ".join(f"{n:>18}" for n in header))
+    results: dict[str, list[float]] = {}
+    for folder, runs in by_folder.items():
+        corpus, _ = load_beir(folder, runs[0][0])
+        ids = list(corpus)
+        vocab: dict[str, int] = {}
+        docs = [
+            [vocab.setdefault(t, len(vocab)) for t in tokenize(f"{d['title']}\n{d['text']}")]
+            for d in corpus.values()
+        ]
+        df: dict[int, int] = {}
+        for doc in docs:
+            for t in set(doc):
+                df[t] = df.get(t, 0) + 1
+        idf = {t: math.log(1 + (len(docs) - n + 0.5) / (n + 0.5)) for t, n in df.items()}
+        grids = [
+            (f"k1 {k1} b {b}", k1, b, 0, 0, 0.0) for k1 in (0.9, 1.2, 1.5, 2.0) for b in (0.4, 0.75, 0.9)
+        ]
+        grids += [
+            (f"prf fb{fb} m{m} beta{beta}", 1.5, 0.75, fb, m, beta)
+            for fb in (3, 10)
+            for m in (10, 20)
+            for beta in (0.1, 0.25)
+        ]
+        for split, half in runs:
+            _, queries = load_beir(folder, split)
+            chosen = [q for q in queries if half is None or in_half(q.qid, half)]
+            for name, k1, b, fb, m, beta in grids:
+                model = bm25s.BM25(k1=k1, b=b)
+                model.index(bm25s.tokenization.Tokenized(ids=docs, vocab=vocab), show_progress=False)
+                single: dict[int, Any] = {}
+                figures = []
+                for q in chosen:
+                    terms = [vocab[t] for t in tokenize(q.text) if t in vocab]
+                    if not terms:
+                        figures.append(0.0)
+                        continue
+                    scores = model.get_scores(terms)
+                    if fb:
+                        weights: dict[int, float] = {}
+                        for i in np.argsort(-scores)[:fb]:
+                            for t in set(docs[i]) - set(terms):
+                                weights[t] = weights.get(t, 0.0) + docs[i].count(t) / len(docs[i]) * idf[t]
+                        top = sorted(weights.items(), key=lambda item: -item[1])[:m]
+                        total = sum(w for _, w in top) or 1.0
+                        for t, w in top:
+                            if t not in single:
+                                single[t] = model.get_scores([t])
+                            scores = scores + beta * len(terms) * w / total * single[t]
+                    figures.append(ndcg10([ids[i] for i in np.argsort(-scores)[:10]], q.relevant))
+                results.setdefault(name, []).append(sum(figures) / len(figures) if figures else 0.0)
+    for name, figures in results.items():
+        print(f"{name:28} " + "  ".join(f"{v:18.4f}" for v in figures), flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -219,9 +298,13 @@ def main(argv: list[str] | None = None) -> int:
     s = sub.add_parser("study")
     s.add_argument("files", nargs="+", type=Path)
     s.add_argument("--half", choices=("a", "b"))
+    b = sub.add_parser("bm25")
+    b.add_argument("sets", nargs="+", help="FOLDER:SPLIT or FOLDER:SPLIT:HALF (a or b)")
     args = parser.parse_args(argv)
     if args.command == "dump":
         dump(args.folder, args.split, args.pool, args.cache, args.out)
+    elif args.command == "bm25":
+        bm25_study(args.sets)
     else:
         study(args.files, args.half)
     return 0
