@@ -372,7 +372,7 @@ function offerReload() {
   const status = $("status");
   status.replaceChildren(el("span", { text: `${t("cut")} ` }),
     el("button", { type: "button", id: "reload", text: t("reload"),
-      onclick: () => reload().then(listThreads).catch(failed) }));
+      onclick: () => reload().then(listThreads).catch(lost) }));
 }
 
 async function ask(event) {
