@@ -24,6 +24,7 @@ from typing import Any
 from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
+from graph.process import limit_malloc_arenas
 from models import ChatModelFactory, ChatModels, follows_instructions, get_chat_model
 from models.extractive import extractive_summary
 from models.extractor import ModelExtractor
@@ -277,6 +278,7 @@ class Root:
     """The process's services, one :class:`Services` per deployment and one pool per Postgres database."""
 
     def __init__(self) -> None:
+        limit_malloc_arenas()  # before any service starts a thread
         self._lock = threading.Lock()
         self._services: dict[tuple[Any, ...], Services] = {}
         self._pools: dict[str, Any] = {}
