@@ -41,35 +41,28 @@ Steps = Generator[IO[Any], Any, dict[str, Any]]
 NodeBody = Callable[[State, Runtime[Context]], Steps]
 
 
-def run_steps(steps: Steps) -> dict[str, Any]:
-    """Drive a node body under ``invoke``: each IO's blocking call, in place."""
-    try:
-        pending = next(steps)
-        while True:
-            try:
-                result = pending.call()
-            except Exception as exc:
-                pending = steps.throw(exc)
-            else:
-                pending = steps.send(result)
-    except StopIteration as done:
-        return done.value
-
-
-def _advance(steps: Steps, step: Callable[[Any], IO[Any]], value: Any) -> tuple[bool, Any]:
-    """In a worker thread: run the body, and every blocking IO it yields, up to its next awaitable IO
-    (returned) or its end (its result). StopIteration cannot cross a thread's future, hence the flag."""
+def _advance(
+    steps: Steps, step: Callable[[Any], IO[Any]], value: Any, *, to_await: bool = True
+) -> tuple[bool, Any]:
+    """Run the body, and the blocking call of every IO it yields, up to its next awaitable IO (returned;
+    with ``to_await`` false there is none) or its end (its result). StopIteration cannot cross a thread's
+    future, hence the flag."""
     while True:
         try:
             pending = step(value)
         except StopIteration as done:
             return True, done.value
-        if pending.acall is not None:
+        if to_await and pending.acall is not None:
             return False, pending
         try:
             value, step = pending.call(), steps.send
         except Exception as exc:
             value, step = exc, steps.throw
+
+
+def run_steps(steps: Steps) -> dict[str, Any]:
+    """Drive a node body under ``invoke``: each IO's blocking call, in place."""
+    return _advance(steps, steps.send, None, to_await=False)[1]
 
 
 async def arun_steps(steps: Steps) -> dict[str, Any]:
