@@ -212,6 +212,34 @@ def study(files: Sequence[Path], half: str | None) -> None:
 # -- BM25 itself: parameters and pseudo-relevance feedback, at document level -----------------------
 
 
+def _with_feedback(
+    model: Any,
+    single: dict[int, Any],
+    docs: Sequence[Sequence[int]],
+    idf: Mapping[int, float],
+    terms: Sequence[int],
+    scores: Any,
+    fb: int,
+    m: int,
+    beta: float,
+) -> Any:
+    """``scores`` plus the ``m`` best new terms of the top ``fb`` documents (frequency in the document x
+    idf), each scored alone (cached in ``single``) at weight ``beta`` over the query's length."""
+    import numpy as np
+
+    weights: dict[int, float] = {}
+    for i in np.argsort(-scores)[:fb]:
+        for t in set(docs[i]) - set(terms):
+            weights[t] = weights.get(t, 0.0) + docs[i].count(t) / len(docs[i]) * idf[t]
+    top = sorted(weights.items(), key=lambda item: -item[1])[:m]
+    total = sum(w for _, w in top) or 1.0
+    for t, w in top:
+        if t not in single:
+            single[t] = model.get_scores([t])
+        scores = scores + beta * len(terms) * w / total * single[t]
+    return scores
+
+
 def bm25_study(sets: Sequence[str]) -> None:
     """BM25 variants over whole documents (title and text) with the product's tokenizer, per set
     ``FOLDER:SPLIT[:HALF]``: Lucene's k1 and b on a grid, then RM3-style feedback (the ``m`` terms of the
@@ -255,31 +283,28 @@ def bm25_study(sets: Sequence[str]) -> None:
             for m in (10, 20)
             for beta in (0.1, 0.25)
         ]
+        models: dict[tuple[float, float], Any] = {}  # one index per (k1, b), shared by every split
+        single: dict[tuple[float, float], dict[int, Any]] = {}  # each model's one-term scores, for feedback
+        for _, k1, b, *_ in grids:
+            if (k1, b) not in models:
+                models[k1, b] = bm25s.BM25(k1=k1, b=b)
+                models[k1, b].index(bm25s.tokenization.Tokenized(ids=docs, vocab=vocab), show_progress=False)
+                single[k1, b] = {}
         for split, half in runs:
             _, queries = load_beir(folder, split)
             chosen = [q for q in queries if half is None or in_half(q.qid, half)]
             for name, k1, b, fb, m, beta in grids:
-                model = bm25s.BM25(k1=k1, b=b)
-                model.index(bm25s.tokenization.Tokenized(ids=docs, vocab=vocab), show_progress=False)
-                single: dict[int, Any] = {}
                 figures = []
                 for q in chosen:
                     terms = [vocab[t] for t in tokenize(q.text) if t in vocab]
                     if not terms:
                         figures.append(0.0)
                         continue
-                    scores = model.get_scores(terms)
+                    scores = models[k1, b].get_scores(terms)
                     if fb:
-                        weights: dict[int, float] = {}
-                        for i in np.argsort(-scores)[:fb]:
-                            for t in set(docs[i]) - set(terms):
-                                weights[t] = weights.get(t, 0.0) + docs[i].count(t) / len(docs[i]) * idf[t]
-                        top = sorted(weights.items(), key=lambda item: -item[1])[:m]
-                        total = sum(w for _, w in top) or 1.0
-                        for t, w in top:
-                            if t not in single:
-                                single[t] = model.get_scores([t])
-                            scores = scores + beta * len(terms) * w / total * single[t]
+                        scores = _with_feedback(
+                            models[k1, b], single[k1, b], docs, idf, terms, scores, fb, m, beta
+                        )
                     figures.append(ndcg10([ids[i] for i in np.argsort(-scores)[:10]], q.relevant))
                 results.setdefault(name, []).append(sum(figures) / len(figures) if figures else 0.0)
     for name, figures in results.items():
