@@ -8,7 +8,7 @@
 
 ``dump`` indexes a BEIR folder as ``retrieval_quality.py`` does (the same cache, so nothing is embedded
 twice) and writes, per query of one split, BM25's and the vector side's top ``--pool`` documents with
-their raw scores (a document's score is its best chunk's) and the query's vector cut. ``study`` replays
+their raw scores (a document's score is its best chunk's) and those past the vector cut. ``study`` replays
 fusions over those lists (no search runs: hundreds of variants in seconds) and prints nDCG@10 per set.
 ``--half a|b`` keeps one half of the queries by a hash of their id: choices are made on one half (or on
 a train split) and reported on the other, so a figure is never the one it was tuned on.
@@ -21,14 +21,14 @@ import hashlib
 import json
 import math
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 Hits = list[tuple[str, float]]
-Fusion = Callable[[Hits, Hits, float], list[str]]
+Fusion = Callable[[Hits, Hits, Collection[str]], list[str]]
 
 
 def dump(folder: Path, split: str, pool: int, cache: str, out: Path) -> None:
@@ -52,13 +52,13 @@ def dump(folder: Path, split: str, pool: int, cache: str, out: Path) -> None:
     rows = {}
     for n, q in enumerate(queries, start=1):
         keyword = searcher.index.bm25.search(q.text, pool * 3, groups, current=True)
-        vectors, cut = searcher.vector_candidates(q.text, groups, pool * 3)
+        vectors, relevant = searcher.vector_candidates(q.text, groups, pool * 3)
         rows[q.qid] = {
             "text": q.text,
             "labels": q.relevant,
             "bm25": documents(keyword),
             "vector": documents(vectors),
-            "cut": cut,
+            "relevant": sorted({d for d, _ in documents([(c, 1.0) for c in relevant])}),
         }
         if n % 100 == 0:
             print(f"{folder.name}/{split}: {n}/{len(queries)}", flush=True)
@@ -78,7 +78,7 @@ def in_half(qid: str, half: str) -> bool:
     return first if half == "a" else not first
 
 
-# -- fusions: (bm25 hits, vector hits, vector cut) -> ranking ------------------------------------
+# -- fusions: (bm25 hits, vector hits, documents past the vector cut) -> ranking ------------------------------------
 
 
 def only(side: str) -> Fusion:
@@ -111,17 +111,17 @@ def _convex(keyword: Hits, vectors: Hits, weight: float) -> list[str]:
 def convex(weight: float, pool: int = 20, cut_vectors: bool = True) -> Fusion:
     """Today's default shape: BM25 by its best, cosine min-max over the pool, ``weight`` on the vector."""
 
-    def fuse(bm25: Hits, vector: Hits, cut: float) -> list[str]:
+    def fuse(bm25: Hits, vector: Hits, cut: Collection[str]) -> list[str]:
         keyword = bm25[:pool]
         lexical = {d for d, _ in keyword}
-        vectors = [(d, s) for d, s in vector[:pool] if not cut_vectors or s >= cut or d in lexical]
+        vectors = [(d, s) for d, s in vector[:pool] if not cut_vectors or d in cut or d in lexical]
         return _convex(keyword, vectors, weight)
 
     return fuse
 
 
 def rrf(k: int = 60, pool: int = 20, vector_weight: float = 1.0) -> Fusion:
-    def fuse(bm25: Hits, vector: Hits, cut: float) -> list[str]:
+    def fuse(bm25: Hits, vector: Hits, cut: Collection[str]) -> list[str]:
         scores: dict[str, float] = {}
         for weight, hits in ((1.0, bm25[:pool]), (vector_weight, vector[:pool])):
             for rank, (d, _) in enumerate(hits, start=1):
@@ -154,7 +154,7 @@ def _peak(hits: Hits, top: int = 10) -> float:
 def zscore(weight: float, pool: int = 50) -> Fusion:
     """Both sides as z-scores over their pool; a side that did not return a document gives its lowest."""
 
-    def fuse(bm25: Hits, vector: Hits, cut: float) -> list[str]:
+    def fuse(bm25: Hits, vector: Hits, cut: Collection[str]) -> list[str]:
         zb, zv = _zscores(bm25[:pool]), _zscores(vector[:pool])
         low_b, low_v = min(zb.values(), default=0.0), min(zv.values(), default=0.0)
         scores = {d: (1 - weight) * zb.get(d, low_b) + weight * zv.get(d, low_v) for d in {*zb, *zv}}
@@ -167,7 +167,7 @@ def adaptive(base: float = 0.4, alpha: float = 1.0, pool: int = 50) -> Fusion:
     """Today's convex shape with the vector weight per query: ``base`` moved toward the side whose best
     hit stands out more from its head (``_peak``), ``alpha`` how strongly."""
 
-    def fuse(bm25: Hits, vector: Hits, cut: float) -> list[str]:
+    def fuse(bm25: Hits, vector: Hits, cut: Collection[str]) -> list[str]:
         keyword, vectors = bm25[:pool], vector[:pool]
         pb, pv = _peak(keyword) ** alpha, _peak(vectors) ** alpha
         weight = base * pv / (base * pv + (1 - base) * pb)
@@ -178,7 +178,7 @@ def adaptive(base: float = 0.4, alpha: float = 1.0, pool: int = 50) -> Fusion:
 
 def evaluate(rows: Mapping[str, Any], fusion: Fusion, half: str | None) -> float:
     values = [
-        ndcg10(fusion(r["bm25"], r["vector"], r["cut"]), r["labels"])
+        ndcg10(fusion(r["bm25"], r["vector"], set(r["relevant"])), r["labels"])
         for qid, r in rows.items()
         if half is None or in_half(qid, half)
     ]

@@ -19,6 +19,16 @@ def has_cjk(text: str) -> bool:
     return bool(_CJK.search(text))
 
 
+_LATIN_WORD = re.compile(r"[A-Za-z]+")
+
+
+def script_of(text: str) -> str:
+    """"cjk" or "latin": the script most of ``text`` is written in (a CJK character against a Latin word,
+    one each: "kb-agent ingest 的用法" is Chinese, a paragraph quoting one Chinese term is not)."""
+    sample = text[:2000]
+    return "cjk" if len(_CJK.findall(sample)) >= max(1, len(_LATIN_WORD.findall(sample))) else "latin"
+
+
 @functools.lru_cache(maxsize=4096)
 def estimate_tokens(text: str) -> int:
     """Estimated tokens of ``text`` for a BPE tokenizer of the GPT/Qwen kind (cached: history repeats)."""

@@ -427,25 +427,35 @@ class BM25Index:
 
         ``current=False`` scores with the last built matrix even when changes are waiting (a background
         catch-up is applying them), instead of waiting for the rebuild; only a never-built index builds."""
+        return self.match(query, k, groups, current=current)[0]
+
+    def match(
+        self, query: str, k: int, groups: Collection[str] | None = None, *, current: bool = True
+    ) -> tuple[list[tuple[str, float]], float]:
+        """:meth:`search`'s hits, and the share of the query's distinct terms the index knows at all.
+
+        The share says how much of the question keyword search could judge: a Chinese question over
+        English documents matches a stray number or name, and its best hit, however weak, must not count
+        as much as a match of the whole question."""
         if groups is not None:
             _check_groups(groups)
         if k <= 0:
-            return []
-        terms = tokenize(query)
+            return [], 0.0
+        terms = set(tokenize(query))  # each distinct term counts once: bounds the cost of a pasted page
         if not terms:
-            return []
+            return [], 0.0
         snap = self._current() if current or self._built < 0 else self._snapshot
         if snap.model is None:
-            return []
-        # each distinct term counts once: bounds the cost of a pasted page and its repeated words
-        columns = sorted({snap.vocab[term] for term in terms if term in snap.vocab})
+            return [], 0.0
+        columns = sorted(snap.vocab[term] for term in terms if term in snap.vocab)
+        coverage = len(columns) / len(terms)
         if not columns:
-            return []
+            return [], coverage
         mask = None
         if groups is not None:
             visible = frozenset(group for group in groups if group in snap.members)
             if not visible:
-                return []
+                return [], coverage
             mask = snap.mask(visible)
         scores = snap.model.get_scores_from_ids(columns, weight_mask=mask)
         hits = np.flatnonzero(scores > 0)
@@ -453,4 +463,4 @@ class BM25Index:
             kth = np.partition(scores[hits], hits.size - k)[hits.size - k]
             hits = hits[scores[hits] >= kth]
         best = hits[np.lexsort((hits, -scores[hits]))[:k]]
-        return [(snap.ids[row], float(scores[row])) for row in best]
+        return [(snap.ids[row], float(scores[row])) for row in best], coverage

