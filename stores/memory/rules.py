@@ -27,6 +27,7 @@ from stores.memory.checks import (
     redact,
     sensitive_kinds,
 )
+from stores.memory.history import asks, recorded_question, unkept_reason
 
 __all__ = [
     "ACTIONS",
@@ -63,7 +64,9 @@ Rules:
 2. Types: "semantic" = a fact or preference about the user; "episodic" = something that happened to the user,
    including what they asked about: a question on a topic becomes "The user asked: <question>" (用户问过：…),
    and asking about a topic an episodic memory already records UPDATEs it with the count ("The user asked
-   2 times: …"); questions about the user themselves, or touching health, finances or identity, are not kept;
+   2 times: …"); only a question on a subject of its own is kept: questions about the user themselves or
+   about you, calculations, dates and times, greetings and small talk, and anything touching health,
+   finances or identity are not kept;
    "procedural" = a rule for how the assistant should work or answer for this user.
 3. ADD a new memory (target_id null); UPDATE an existing one (target_id = its id, same type) when the user
    corrects or refines it; DELETE (target_id = its id) only when the user explicitly asks to forget it;
@@ -163,7 +166,8 @@ def normalise_content(content: str) -> str:
 def content_problem(
     memory_type: str | None, content: str | None, *, latest_user_message: str = "", allow_email: bool = False
 ) -> Rejection | None:
-    """Rule 4: a valid type, 4–400 characters after stripping, and no sensitive data."""
+    """Rule 4: a valid type, 4–400 characters after stripping, no sensitive data, and a history record
+    only of a question worth keeping (:func:`stores.memory.history.unkept_reason`)."""
     if memory_type not in MEMORY_TYPES:
         return Rejection(4, f"invalid memory type {memory_type!r}: use one of {', '.join(MEMORY_TYPES)}")
     text = (content or "").strip()
@@ -173,7 +177,21 @@ def content_problem(
     kinds = sensitive_kinds(text, allow_email=allow)
     if kinds:
         return Rejection(4, "sensitive data: " + ", ".join(LABELS[k] for k in kinds))
-    return None
+    return _history_problem(text, latest_user_message)
+
+
+def _history_problem(content: str, latest_user_message: str) -> Rejection | None:
+    """A record of what the user asked, when the question recorded, or the message it was drawn from,
+    is one never kept (about the user, a calculation, a date, small talk): an extraction model paraphrases,
+    so both are read."""
+    asked = recorded_question(content)
+    if asked is None:
+        return None
+    latest = latest_user_message.strip()
+    reason = unkept_reason(asked) or (unkept_reason(latest) if asks(latest) else None)
+    if reason is None:
+        return None
+    return Rejection(4, f"interaction history keeps only questions on a subject of their own, not {reason}")
 
 
 # -- rule 1: structure ---------------------------------------------------------------------------
