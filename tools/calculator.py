@@ -1,10 +1,11 @@
 """Safe arithmetic for the ``calculator`` tool.
 
 Expressions come from the model, so they are untrusted input: we never ``eval`` them. The text is
-parsed with :mod:`ast`, only numbers, parentheses and ``+ - * / // % **`` are accepted, and every
-size (length, nesting, node count, literal digits, exponents, intermediate results) is bounded so
-that no input can hang the process or exhaust memory. Arithmetic is exact (:class:`Fraction`)
-except for non-integer powers, which fall back to floats.
+parsed with :mod:`ast`, only numbers, parentheses, ``+ - * / // % **`` and the roots ``sqrt(x)`` and
+``cbrt(x)`` are accepted, and every size (length, nesting, node count, literal digits, exponents,
+intermediate results) is bounded so that no input can hang the process or exhaust memory. Arithmetic is
+exact (:class:`Fraction`), roots included when they come out whole (``sqrt(16)`` is 4, ``cbrt(-27)`` is
+-3); other roots and non-integer powers are computed to 15 significant digits.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ MAX_EXPONENT = 1000
 MAX_BITS = 10_000
 SIGNIFICANT_DIGITS = 15
 
-ACCEPTED = "only numbers, parentheses and + - * / // % ** are accepted"
+ACCEPTED = "only numbers, parentheses, + - * / // % ** and sqrt(x), cbrt(x) are accepted"
+ROOTS = {"sqrt": 2, "cbrt": 3}  # the functions the calculator knows, by their degree
 
 
 class CalculatorError(ValueError):
@@ -100,6 +102,36 @@ def _power(base: Fraction, exponent: Fraction) -> Fraction:
     return Fraction(result)
 
 
+def _integer_root(n: int, degree: int) -> int:
+    """The largest integer whose ``degree``-th power is at most ``n`` (``n`` ≥ 0), by Newton's method."""
+    if n < 2:
+        return n
+    guess = 1 << -(-n.bit_length() // degree)  # a power of two at or above the root
+    while True:
+        better = ((degree - 1) * guess + n // guess ** (degree - 1)) // degree
+        if better >= guess:
+            return guess
+        guess = better
+
+
+def _root(value: Fraction, degree: int) -> tuple[Fraction, bool]:
+    """The real ``degree``-th root of ``value`` and whether it is exact (a whole or rational root)."""
+    if value < 0 and degree % 2 == 0:
+        raise CalculatorError("the square root of a negative number has no real result")
+    sign = -1 if value < 0 else 1
+    value = abs(value)
+    top, bottom = _integer_root(value.numerator, degree), _integer_root(value.denominator, degree)
+    if top**degree == value.numerator and bottom**degree == value.denominator:
+        return sign * Fraction(top, bottom), True
+    context = Context(prec=SIGNIFICANT_DIGITS + 10)
+    quotient = context.divide(Decimal(value.numerator), Decimal(value.denominator))
+    if degree == 2:
+        root = quotient.sqrt(context)
+    else:
+        root = context.exp(context.divide(quotient.ln(context), Decimal(degree)))
+    return sign * Fraction(root), False
+
+
 def _literal(node: ast.Constant, source: str) -> Fraction:
     value = node.value
     if type(value) not in (int, float):
@@ -132,10 +164,22 @@ class _Evaluator:
             return -operand if isinstance(node.op, ast.USub) else operand
         if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
             return _checked(self.binop(node.op, self.eval(node.left), self.eval(node.right)))
+        if isinstance(node, ast.Call):
+            return self.root(node)
         op = getattr(node, "op", None)
         if op is not None and type(op) in _OPERATOR_SYMBOLS:
             raise _refuse(f"the operator {_OPERATOR_SYMBOLS[type(op)]}")
         raise _refuse(_CONSTRUCTS.get(type(node), f"{type(node).__name__} syntax"))
+
+    def root(self, call: ast.Call) -> Fraction:
+        name = call.func.id if isinstance(call.func, ast.Name) else None
+        if name not in ROOTS:
+            raise _refuse("a function call other than sqrt(x) or cbrt(x)")
+        if len(call.args) != 1 or call.keywords or isinstance(call.args[0], ast.Starred):
+            raise CalculatorError(f"{name}() takes exactly one number, e.g. {name}(8)")
+        value, exact = _root(self.eval(call.args[0]), ROOTS[name])
+        self.inexact = self.inexact or not exact
+        return value
 
     def binop(self, op: ast.operator, left: Fraction, right: Fraction) -> Fraction:
         if isinstance(op, ast.Div | ast.FloorDiv | ast.Mod) and right == 0:

@@ -2,7 +2,9 @@
 
 An earlier turn's calculator result may still be in the history or already folded into the running
 summary; both places are read here. Kept apart from :mod:`models.summary`, which writes the summary: this
-only reads the ``calculator(…) → N`` lines it leaves and the summary block of the system prompt.
+only reads the ``calculator(…) → N`` lines it leaves and the summary block of the system prompt. The rest
+of the request is read as any calculation is (:func:`models.offline.calculation.read_calculation`), with
+the earlier result in place of "第一个问题的结果": all of it, or nothing.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ import re
 from collections.abc import Sequence
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, ToolMessage
+
+from models.offline.calculation import read_calculation
 
 _SUMMARY_BLOCK = re.compile(r"<(对话摘要|conversation_summary)>\n(.*?)\n</\1>", re.S)
 _CALC_DONE = re.compile(r"calculator\((.*?)\) → (-?\d+(?:\.\d+)?)\b")
@@ -22,12 +26,6 @@ _LAST_REF = re.compile(
     r"|\b(?:previous|last|earlier) (?:result|answer|calculation)\b|\bthat result\b",
     re.IGNORECASE,
 )
-_REF_OP = (
-    (re.compile(r"乘以|乘上|乘|\bmultipl(?:y|ied) by\b|\btimes\b", re.I), "*"),
-    (re.compile(r"除以|\bdivided? by\b", re.I), "/"),
-    (re.compile(r"加上|加|\bplus\b|\badd\b", re.I), "+"),
-    (re.compile(r"减去|减|\bminus\b|\bsubtract\b", re.I), "-"),
-)
 
 
 def earlier_calculation(question: str, messages: Sequence[BaseMessage]) -> str | None:
@@ -37,11 +35,8 @@ def earlier_calculation(question: str, messages: Sequence[BaseMessage]) -> str |
     folded into the running summary.
     """
     first = _FIRST_REF.search(question)
-    if not first and not _LAST_REF.search(question):
-        return None
-    op = next((symbol for pattern, symbol in _REF_OP if pattern.search(question)), None)
-    numbers = re.findall(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.])", question)
-    if op is None or not numbers:
+    reference = first or _LAST_REF.search(question)
+    if reference is None:
         return None
     last_human = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=-1)
     results: list[str] = []
@@ -55,5 +50,10 @@ def earlier_calculation(question: str, messages: Sequence[BaseMessage]) -> str |
             results.append(message.text.strip())
     if not results:
         return None
-    base = results[0] if first else results[-1]
-    return f"({base}) {op} {numbers[-1]}"
+    # The reference reads as "the result" does in a chain: the earlier value stands in its place.
+    words = "结果" if re.search(r"[\u4e00-\u9fff]", reference.group(0)) else " the result "
+    text = question[: reference.start()] + words + question[reference.end() :]
+    calculation = read_calculation(text, previous=results[0] if first else results[-1])
+    if not calculation.complete or len(calculation.steps) != 1:
+        return None
+    return calculation.steps[0].expression

@@ -1,132 +1,68 @@
 """The offline model's rules: read a question as a plan of tool steps, and answer from tool results.
 
-A rule model that understands arithmetic in Chinese and English (symbols or words),
-date/time questions, and chained requests ("先算 12×3，再加上 5", "then divide the result by 8"), which
-become one model round per dependent step. It never invents a number: every figure in its answers comes
-from a tool result.
+A rule model for arithmetic in Chinese and English (symbols or words, percentages, roots and powers),
+date questions about today or another day, and chained requests ("先算 12×3，再加上 5", "then divide the
+result by 8"), which become one model round per dependent step. It never invents a number: every figure
+in its answers comes from a tool result. It computes only what it read whole: a calculation with a number
+or an operator word left over (:mod:`models.offline.calculation`), or a day it cannot work out
+(:mod:`models.offline.dates`), is declined with what it can do instead.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from typing import Any
 
-from models.offline.numbers import digits_for_words
+from models.offline.calculation import RESULT, Calculation, read_calculation
+from models.offline.dates import DateReading, read_dates
 from models.tokens import has_cjk
 
-_WORD_OPS: list[tuple[str, str]] = [
-    (r"乘以|乘上|乘", "*"),
-    (r"除以", "/"),
-    (r"加上|加", "+"),
-    (r"减去|减掉|减", "-"),
-    (r"\bmultiplied by\b|\btimes\b", "*"),
-    (r"\bdivided by\b|\bover\b", "/"),
-    (r"\bplus\b", "+"),
-    (r"\bminus\b", "-"),
-    (r"\bto the power of\b|的(?=\s*\d+\s*次方)", "**"),
-    (r"的平方|\bsquared\b", "** 2"),
-]
-_EXPR = re.compile(
-    r"[-+(（]*\s*\d[\d.,\s]*(?:\s*(?:\*\*|[-+*/×÷xX^%＋－＊／％])\s*[-+(（]*\s*\d[\d.,]*\s*[)）]*)+"
-)
-_ARITH_RUN = re.compile(r"[\d.,\s+\-*/×÷xX^%＋－＊／％()（）]+")
-_OPERATOR = re.compile(r"[-+*/×÷xX^%＋－＊／％]")
-_BINARY = re.compile(r"\d\s*(?:\*\*|[-+*/×÷xX^%＋－＊／％])\s*[-+(（]*\s*\d")
-MAX_RUN_CHARS = 600
 MAX_QUESTION_CHARS = 4000
-_NOT_ARITHMETIC = re.compile(r"\b\d{4}-\d{1,2}-\d{1,2}\b|\b\d{3,4}-\d{4}\b|\b\d{1,2}:\d{2}(?::\d{2})?\b")
-_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
-_DATE = re.compile(
-    r"今天|今日|日期|几号|几月几日|星期几|礼拜几|周几|几点|现在时间|当前时间|"
-    r"\bdate\b|\btoday\b|what day|what time|current time|time is it",
-    re.IGNORECASE,
-)
-_THEN = re.compile(r"\s*(?:[,，;；。]\s*)?(?:然后|接着|之后|再|and then|then|after that)\s*", re.IGNORECASE)
-_REFERENCE = re.compile(r"结果|得数|它|这个数|\bresult\b|\bit\b|\bthat\b", re.IGNORECASE)
-_REF_OPS: list[tuple[str, str]] = [
-    (r"乘以|乘上|乘|multiply|times", "*"),
-    (r"除以|divide", "/"),
-    (r"加上|加|add|plus", "+"),
-    (r"减去|减掉|减|subtract|minus", "-"),
-    (r"平方|square", "**2"),
-]
 
 
 @dataclass(frozen=True)
 class Step:
-    """One tool call of a plan; ``then`` marks a step that needs the previous result (a new round)."""
+    """One tool call of a plan; ``then`` marks a step that needs the previous result (a new round), whose
+    expression is ``template`` with the result put in for ``{result}``."""
 
     tool: str
     args: dict[str, Any]
     then: bool = False
-    ref_op: str | None = None
+    template: str | None = None
 
 
-def _words_to_symbols(text: str) -> str:
-    for pattern, symbol in _WORD_OPS:
-        text = re.sub(rf"\s*(?:{pattern})\s*", f" {symbol} ", text, flags=re.IGNORECASE)
-    return text
+@dataclass(frozen=True)
+class Reading:
+    """A request read for the calculator and the clock: what to compute and which days it asks about."""
+
+    calculation: Calculation
+    dates: DateReading
 
 
-def find_expression(text: str) -> str | None:
-    """The longest arithmetic expression in ``text`` (symbols or operator words), normalised.
-
-    Runs of arithmetic characters are found in one linear pass; the detailed pattern only looks inside
-    runs short enough for the calculator, so a huge question cannot make this quadratic.
-    """
-    # Dates (2024-03-15) and phone-like numbers (555-1234) are not subtractions.
-    text = _words_to_symbols(digits_for_words(_NOT_ARITHMETIC.sub(" ", text)))
-    candidates: list[str] = []
-    for run in _ARITH_RUN.finditer(text):
-        chunk = run.group(0)
-        if len(chunk) > MAX_RUN_CHARS:  # too long to evaluate anyway: the calculator will say so
-            if _OPERATOR.search(chunk) and any(ch.isdigit() for ch in chunk):
-                candidates.append(chunk.strip())
-            continue
-        candidates += [m.group(0).strip() for m in _EXPR.finditer(chunk) if _BINARY.search(m.group(0))]
-    if not candidates:
-        return None
-    expr = max(candidates, key=len).rstrip(",， ")
-    opened, closed = expr.count("(") + expr.count("（"), expr.count(")") + expr.count("）")
-    if closed > opened:
-        expr = expr.rstrip(")）") + ")" * opened if opened else expr.rstrip(")）")
-    elif opened > closed:
-        expr = expr.lstrip("(（") if not closed else expr + ")" * (opened - closed)
-    return re.sub(r"\s+", " ", expr)
-
-
-def _reference_step(segment: str) -> Step | None:
-    follow_up = re.match(
-        r"\s*(?:加|减|乘|除|平方|add|subtract|multiply|divide|square)", segment, re.IGNORECASE
-    )
-    if not _REFERENCE.search(segment) and not follow_up:
-        return None
-    for pattern, op in _REF_OPS:
-        if re.search(pattern, segment, re.IGNORECASE):
-            if op == "**2":
-                return Step("calculator", {}, then=True, ref_op="**2")
-            number = _NUMBER.search(segment)
-            if number:
-                return Step("calculator", {}, then=True, ref_op=f"{op} {number.group(0)}")
-    return None
+def read(question: str) -> Reading:
+    """The calculation and the days ``question`` asks about (a demo model: it reads the start of a huge one)."""
+    question = question[:MAX_QUESTION_CHARS]
+    dates = read_dates(question)
+    return Reading(read_calculation(question, blanked=dates.spans), dates)
 
 
 def plan_steps(question: str, tools: set[str]) -> list[Step]:
-    """Read the question as an ordered plan of tool calls the offline model can make with ``tools``."""
+    """Read the question as an ordered plan of tool calls the offline model can make with ``tools``.
+
+    Only what was read whole is planned: a calculation with a number or operator word left over, or a date
+    question naming a day the rules cannot work out, plans nothing (:func:`unread_reply` says why).
+    """
+    reading = read(question)
     steps: list[Step] = []
-    question = question[:MAX_QUESTION_CHARS]  # a demo model: it reads the start of a huge question
-    for segment in (s for s in _THEN.split(question) if s and s.strip()):
-        if "calculator" in tools:
-            expr = find_expression(segment)
-            if expr is not None:
-                steps.append(Step("calculator", {"expression": expr}))
-            elif steps and (ref := _reference_step(segment)) is not None:
-                steps.append(ref)
-        wants_date = "get_current_date" in tools and _DATE.search(segment)
-        if wants_date and not any(s.tool == "get_current_date" for s in steps):
-            steps.append(Step("get_current_date", {}))
+    if "calculator" in tools and reading.calculation.complete:
+        for part in reading.calculation.steps:
+            if part.uses_result:
+                steps.append(Step("calculator", {}, then=True, template=part.expression))
+            else:
+                steps.append(Step("calculator", {"expression": part.expression}))
+    if "get_current_date" in tools and reading.dates.asks and not reading.dates.unread:
+        steps += [Step("get_current_date", args) for args in reading.dates.arguments()]
     return steps
 
 
@@ -143,15 +79,91 @@ def rounds_of(steps: list[Step]) -> list[list[Step]]:
 
 def resolve(step: Step, last_result: str | None) -> dict[str, Any]:
     """Arguments of a step, with a dependent step's operand filled from the previous result."""
-    if step.ref_op is None:
+    if step.template is None:
         return step.args
     base = last_result if last_result is not None else "0"
-    if step.ref_op == "**2":
-        return {"expression": f"({base}) ** 2"}
-    return {"expression": f"({base}) {step.ref_op}"}
+    return {"expression": step.template.replace(RESULT, f"({base})")}
 
 
-def describe_result(tool: str, args: dict[str, Any], content: str, status: str, zh: bool) -> str:
+def _quoted(words: list[str], zh: bool) -> str:
+    distinct = list(dict.fromkeys(w for w in words if w))[:3]
+    return ("、".join(f"“{w}”" for w in distinct)) if zh else ", ".join(f"'{w}'" for w in distinct)
+
+
+def _calculation_declined(reading: Reading, zh: bool) -> str:
+    left = _quoted([t.text for t in reading.calculation.unread], zh)
+    if zh:
+        return (
+            f"我没能读懂整个计算（{left or '其中一部分'}没能放进我能算的式子），所以不给出结果：只算一部分会得出错的答案。"
+            "我能算数字和运算都写明的式子，比如“(3 + 5) × 2”“1250 的 8%”“8 的平方根”“2 的 10 次方”“150 打八折”，"
+            "也能分步算，如“先算 3 + 5，再乘以 2”。"
+        )
+    return (
+        f"I could not read the whole calculation ({left or 'part of it'} did not fit into an expression I can "
+        "compute), so I give no result: computing only part of it would give a wrong answer. I can compute "
+        "expressions whose numbers and operations are all written out, e.g. '(3 + 5) * 2', '8% of 1250', "
+        "'the square root of 8', '2 to the power of 10', '20% off 150', and steps such as 'add 3 and 5, "
+        "then multiply by 2'."
+    )
+
+
+def _date_declined(reading: Reading, zh: bool) -> str:
+    left = _quoted(reading.dates.unread, zh)
+    if zh:
+        return (
+            f"我没能确定你问的是哪一天（{left}超出了我的日期规则），所以不报日期。我能回答今天的日期和时间、"
+            "从今天算起的日子（明天、3 天后、下周三、上个月的今天），以及公历日期是星期几（如“2027年1月1日是星期几”）。"
+        )
+    return (
+        f"I could not work out which day you mean ({left} is beyond my date rules), so I give no date. I can "
+        "tell today's date and time, days counted from today (tomorrow, in 3 days, next Wednesday, a month "
+        "ago) and the weekday of a calendar date (e.g. 'what weekday is 2027-01-01')."
+    )
+
+
+def unread_reply(question: str, tools: set[str]) -> str | None:
+    """Why nothing was computed: the calculation or the day asked about could not be read whole (None when
+    neither applies, or its tool is not offered this turn)."""
+    reading = read(question)
+    zh = has_cjk(question)
+    parts = []
+    if "calculator" in tools and reading.calculation.is_calculation and not reading.calculation.complete:
+        parts.append(_calculation_declined(reading, zh))
+    if "get_current_date" in tools and reading.dates.asks and reading.dates.unread:
+        parts.append(_date_declined(reading, zh))
+    return "\n".join(parts) or None
+
+
+def _relative(days: int, zh: bool) -> str:
+    if zh:
+        return "就是今天" if days == 0 else f"{days} 天后" if days > 0 else f"{-days} 天前"
+    if days == 0:
+        return "today"
+    return f"in {days} day{'s' * (days != 1)}" if days > 0 else f"{-days} day{'s' * (days != -1)} ago"
+
+
+def _describe_day(args: dict[str, Any], info: dict[str, Any], question: str, zh: bool) -> str:
+    """One sentence for another day: the words the user named it by, its date and weekday, and how far off."""
+    reading = read_dates(question)
+    label = next((d.text for d in reading.days if d.args == args), "")
+    days = int(info["days_from_today"])
+    if reading.counts_days:
+        if zh:
+            return f"{info['date']}（{info['weekday_zh']}）距今天{'还有' if days >= 0 else '已过去'} {abs(days)} 天。"
+        when = f"{days} days from today" if days >= 0 else f"{-days} days before today"
+        return f"{info['date']} ({info['weekday']}) is {when}."
+    if zh:
+        return f"{label or info['date']}是 {info['date']}，{info['weekday_zh']}（{_relative(days, zh)}）。"
+    note = ""
+    if "weekday" in args:
+        week = {1: "next week", -1: "last week", 0: "this week"}.get(int(args.get("weeks", 0)), "that week")
+        note = f", the {info['weekday']} of {week}, weeks starting on Monday"
+    return f"{label or 'That day'}: {info['weekday']}, {info['date']} ({_relative(days, zh)}{note})."
+
+
+def describe_result(
+    tool: str, args: dict[str, Any], content: str, status: str, zh: bool, question: str = ""
+) -> str:
     """One sentence for one tool result, in the user's language."""
     if status == "error":
         reason = content.removeprefix("Error: ")
@@ -162,6 +174,8 @@ def describe_result(tool: str, args: dict[str, Any], content: str, status: str, 
     if tool == "get_current_date":
         try:
             info = json.loads(content)
+            if "days_from_today" in info:
+                return _describe_day(args, info, question, zh)
             if zh:
                 return f"今天是 {info['date']}，{info['weekday_zh']}，当前时间 {info['time']}（时区 {info['timezone']}）。"
             return f"Today is {info['weekday']}, {info['date']}; the time is {info['time']} ({info['timezone']})."
@@ -171,15 +185,19 @@ def describe_result(tool: str, args: dict[str, Any], content: str, status: str, 
 
 
 def compose_answer(question: str, results: list[tuple[str, dict[str, Any], str, str]]) -> str:
-    """The final answer from ``(tool, args, content, status)`` results, in the question's language."""
+    """The final answer from ``(tool, args, content, status)`` results, in the question's language; a part
+    of the request that could not be read (a calculation beside a date question) is said to be declined."""
     zh = has_cjk(question)
-    lines = [describe_result(tool, args, content, status, zh) for tool, args, content, status in results]
+    lines = [
+        describe_result(tool, args, content, status, zh, question) for tool, args, content, status in results
+    ]
     calc = [r for r in results if r[0] == "calculator" and r[3] == "success"]
     lead = ""
     if calc and len(results) > 1:  # one line already reads "123 × 456 = 56088": saying it twice is noise
         final = calc[-1][2]
         lead = (f"计算结果：{final}。" if zh else f"The result is {final}.") + "\n"
-    return lead + "\n".join(lines)
+    declined = unread_reply(question, {"calculator", "get_current_date"})
+    return lead + "\n".join([*lines, *([declined] if declined else [])])
 
 
 def capabilities_reply(question: str, tools: set[str]) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -25,6 +26,16 @@ DATE_JSON = json.dumps(
 )
 
 
+def computed(question: str, tools: set[str] = ALL) -> str | None:
+    """What the plan for ``question`` computes, round by round as the model runs it (None: no plan)."""
+    steps = [s for s in intents.plan_steps(question, tools) if s.tool == "calculator"]
+    last = None
+    for round_ in intents.rounds_of(steps):
+        for step in round_:
+            last = evaluate(intents.resolve(step, last)["expression"])
+    return last
+
+
 @pytest.mark.parametrize(
     ("text", "value"),
     [
@@ -44,30 +55,95 @@ DATE_JSON = json.dumps(
         ("1,000 + 2", "1002"),
         ("3 x 4", "12"),
         ("what is 2 + 3 * 4?", "14"),
+        ("７＋８＝？", "15"),
     ],
 )
-def test_find_expression_reads_symbols_and_operator_words(text: str, value: str) -> None:
-    expr = intents.find_expression(text)
-    assert expr is not None
-    assert evaluate(expr) == value
+def test_a_calculation_in_symbols_or_operator_words_is_computed(text: str, value: str) -> None:
+    assert computed(text) == value
 
 
-@pytest.mark.parametrize("text", ["hello", "你好", "the year 2024", "42", "add 5", "加上 5", ""])
-def test_find_expression_needs_an_operator_between_numbers(text: str) -> None:
-    assert intents.find_expression(text) is None
+@pytest.mark.parametrize("text", ["hello", "你好", "the year 2024", "42", ""])
+def test_numbers_without_an_operation_plan_no_calculation(text: str) -> None:
+    assert intents.plan_steps(text, ALL) == []
+    assert intents.unread_reply(text, ALL) is None
 
 
-def test_find_expression_balances_parentheses() -> None:
-    assert intents.find_expression("((1+2)") == "((1+2))"
-    assert intents.find_expression("1 + 2))") == "1 + 2"
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("三加五再乘以二", "16"),  # 再: the product of the sum, not 3 + 5 alone
+        ("一千减去二百五十再除以五", "150"),
+        ("八的平方根", "2.82842712474619"),
+        ("20% off 150", "120"),
+        ("7% of 1,250", "87.5"),
+    ],
+)
+def test_the_calculations_once_answered_in_part_are_computed_whole(text: str, value: str) -> None:
+    assert computed(text) == value
 
 
-def test_find_expression_picks_the_longest_candidate() -> None:
-    assert intents.find_expression("1 + 2 or 10 * 20 + 30") == "10 * 20 + 30"
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("两百加一千二百五十", "1450"),
+        ("一千二百五除以五十", "25"),  # 一千二百五: 1250, as people say it
+        ("twelve hundred minus three hundred", "900"),
+        ("what's 15% of 80", "12"),
+        ("80 的 15% 是多少", "12"),
+        ("一千二百五十的百分之八", "100"),
+        ("这件衣服 300 元打八折多少钱", "240"),
+        ("450 打 75 折", "337.5"),
+        ("a 25% discount on 80", "60"),
+        ("80 increased by 25%", "100"),
+        ("八十增加百分之二十五", "100"),
+        ("27 的立方根", "3"),
+        ("the cube root of 64", "4"),
+        ("square root of 2 times square root of 2", "2"),
+        ("根号 144", "12"),
+        ("3 的 4 次方", "81"),
+        ("5 squared plus 12 squared", "169"),
+        ("two cubed", "8"),
+        ("9 to the power 3", "729"),
+        ("16 开 4 次方", "2"),
+        ("the sum of 3, 4 and 5", "12"),
+        ("6 和 7 的积", "42"),
+        ("三分之一加三分之二", "1"),
+        ("负五加三", "-2"),
+        ("1.2 亿加 0.8 亿", "200000000"),
+    ],
+)
+def test_numbers_in_words_percentages_roots_and_powers_are_read(text: str, value: str) -> None:
+    assert computed(text) == value
 
 
-def test_find_expression_normalises_whitespace() -> None:
-    assert intents.find_expression("7   times   8") == "7 * 8"
+@pytest.mark.parametrize(
+    "text",
+    [
+        "三加五再乘以 x",  # an operator with no number after it
+        "5 的阶乘是多少",  # an operation the calculator does not have
+        "3 除 6",  # 除 alone: 3/6 or 6/3?
+        "sin 30 plus 1",
+        "what is 2 + 3 for 4 people",  # a number the expression does not use
+        "150 - 20%",  # 149.8 or 120: calculators disagree
+        "x + 3 = 5",  # an equation
+        "then add 5",  # a result that does not exist
+        "先算 4 的平方，然后求它的平均数",
+    ],
+)
+def test_a_calculation_with_a_number_or_operator_left_over_is_declined(text: str) -> None:
+    assert intents.plan_steps(text, ALL) == []
+    reply = intents.unread_reply(text, ALL)
+    assert reply is not None
+    assert "没能读懂整个计算" in reply or "could not read the whole calculation" in reply
+    assert re.search(r"=\s*-?\d", reply) is None  # no result of any part
+
+
+def test_a_decline_names_what_was_left_over() -> None:
+    reply = intents.unread_reply("三加五再乘以 x", ALL)
+    assert reply is not None and "“乘以”" in reply
+    assert (
+        intents.unread_reply("三加五再乘以 x", {"get_current_date"}) is None
+    )  # no calculator: not ours to say
 
 
 def test_plan_steps_single_calculation() -> None:
@@ -94,30 +170,33 @@ def test_plan_steps_chain_in_chinese() -> None:
     steps = intents.plan_steps("先计算 12 × 3，再加上 5", ALL)
     assert steps == [
         Step("calculator", {"expression": "12 × 3"}),
-        Step("calculator", {}, then=True, ref_op="+ 5"),
+        Step("calculator", {}, then=True, template="{result} + 5"),
     ]
 
 
 @pytest.mark.parametrize(
-    ("question", "ref_op"),
+    ("question", "value"),
     [
-        ("12 times 3, then add 5", "+ 5"),
-        ("12 times 3, then subtract 4", "- 4"),
-        ("12 times 3 and then multiply it by 2", "* 2"),
-        ("12 times 3, then divide the result by 8", "/ 8"),
-        ("2 + 3, then square it", "**2"),
-        ("先算 2+3，然后乘以 4", "* 4"),
-        ("先算 2+3，然后把结果除以 5", "/ 5"),
-        ("先算 2+3，接着减去 1", "- 1"),
+        ("12 times 3, then add 5", "41"),
+        ("12 times 3, then subtract 4", "32"),
+        ("12 times 3 and then multiply it by 2", "72"),
+        ("12 times 3, then divide the result by 8", "4.5"),
+        ("2 + 3, then square it", "25"),
+        ("先算 2+3，然后乘以 4", "20"),
+        ("先算 2+3，然后把结果除以 5", "1"),
+        ("先算 2+3，接着减去 1", "4"),
+        ("16 的平方根，然后再开平方", "2"),
+        ("add 3 and 5, then multiply by 2", "16"),
+        ("subtract 3 from 10 and then take the square root of the result", "2.64575131106459"),
     ],
 )
-def test_plan_steps_chained_reference(question: str, ref_op: str) -> None:
+def test_a_chained_request_computes_each_step_from_the_previous_result(question: str, value: str) -> None:
     steps = intents.plan_steps(question, ALL)
-    assert len(steps) == 2
-    assert steps[1] == Step("calculator", {}, then=True, ref_op=ref_op)
+    assert len(steps) >= 2 and steps[-1].then
+    assert computed(question) == value
 
 
-def test_reference_without_a_first_step_is_ignored() -> None:
+def test_reference_without_a_first_step_is_declined() -> None:
     assert intents.plan_steps("then add 5", ALL) == []
 
 
@@ -130,7 +209,7 @@ def test_independent_segments_are_not_dependent() -> None:
 def test_rounds_of_groups_independent_steps_and_splits_dependent_ones() -> None:
     a = Step("calculator", {"expression": "1 + 1"})
     b = Step("get_current_date", {})
-    c = Step("calculator", {}, then=True, ref_op="+ 1")
+    c = Step("calculator", {}, then=True, template="{result} + 1")
     d = Step("calculator", {"expression": "2 + 2"})
     assert intents.rounds_of([]) == []
     assert intents.rounds_of([a, b]) == [[a, b]]
@@ -141,19 +220,15 @@ def test_rounds_of_groups_independent_steps_and_splits_dependent_ones() -> None:
 def test_resolve_fills_the_previous_result() -> None:
     plain = Step("calculator", {"expression": "1 + 1"})
     assert intents.resolve(plain, "99") == {"expression": "1 + 1"}
-    assert intents.resolve(Step("calculator", {}, then=True, ref_op="+ 5"), "36") == {
+    assert intents.resolve(Step("calculator", {}, then=True, template="{result} + 5"), "36") == {
         "expression": "(36) + 5"
     }
-    assert intents.resolve(Step("calculator", {}, then=True, ref_op="**2"), "-3") == {
-        "expression": "(-3) ** 2"
-    }
-    assert (
-        evaluate(intents.resolve(Step("calculator", {}, then=True, ref_op="**2"), "-3")["expression"]) == "9"
-    )
+    squared = intents.resolve(Step("calculator", {}, then=True, template="{result} ** 2"), "-3")
+    assert squared == {"expression": "(-3) ** 2"} and evaluate(squared["expression"]) == "9"
 
 
 def test_resolve_wraps_fractions_so_precedence_holds() -> None:
-    args = intents.resolve(Step("calculator", {}, then=True, ref_op="* 2"), "5/2")
+    args = intents.resolve(Step("calculator", {}, then=True, template="{result} * 2"), "5/2")
     assert evaluate(args["expression"]) == "5"
 
 

@@ -7,6 +7,7 @@ import os
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -122,10 +123,105 @@ def test_without_a_fixed_moment_it_reports_the_current_date_in_the_zone() -> Non
     assert result["date"] in {d.astimezone(reported.tzinfo).date().isoformat() for d in (before, after)}
 
 
-def test_the_tool_takes_no_arguments_from_the_model() -> None:
-    assert clock.PARAMETERS == {"type": "object", "properties": {}, "additionalProperties": False}
+def test_every_argument_is_optional_and_none_is_today_exactly_as_before() -> None:
+    assert clock.PARAMETERS.get("required", []) == []
+    assert clock.PARAMETERS["additionalProperties"] is False
     assert CURRENT_DATE.wants_context is True
     assert CURRENT_DATE.name == "get_current_date"
+    assert set(current_date(ToolContext(timezone="UTC"), now=NOW)) == {
+        "date", "time", "weekday", "weekday_zh", "timezone", "iso",
+    }  # fmt: skip
+
+
+# Sunday 6 December 2026, 10:00 in Shanghai.
+SUNDAY = datetime(2026, 12, 6, 2, 0, tzinfo=UTC)
+SHANGHAI = ToolContext(timezone="Asia/Shanghai")
+
+
+@pytest.fixture
+def pinned(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """``clock.now`` pinned to SUNDAY, recording the zones it was asked for."""
+    zones: list[Any] = []
+
+    def fixed(zone: Any = None) -> datetime:
+        zones.append(zone)
+        return SUNDAY.astimezone(zone) if zone is not None else SUNDAY
+
+    monkeypatch.setattr(clock, "now", fixed)
+    return zones
+
+
+def test_every_reading_of_the_time_goes_through_clock_now(pinned: list[Any]) -> None:
+    assert current_date(SHANGHAI)["date"] == "2026-12-06"
+    assert current_date(SHANGHAI, days=3)["date"] == "2026-12-09"
+    assert current_date()["iso"].startswith("2026-12-06") or current_date()["iso"].startswith("2026-12-05")
+    assert [str(z) for z in pinned[:2]] == ["Asia/Shanghai", "Asia/Shanghai"] and pinned[2] is None
+
+
+@pytest.mark.parametrize(
+    ("args", "day", "weekday_zh", "days_from_today"),
+    [
+        ({"days": 1}, "2026-12-07", "星期一", 1),
+        ({"days": -2}, "2026-12-04", "星期五", -2),
+        ({"weeks": 1, "weekday": "wednesday"}, "2026-12-09", "星期三", 3),  # 下周三, asked on a Sunday
+        ({"weeks": 1, "weekday": "friday"}, "2026-12-11", "星期五", 5),
+        ({"weeks": -1, "weekday": "monday"}, "2026-11-23", "星期一", -13),
+        ({"weekday": "monday"}, "2026-11-30", "星期一", -6),  # this week began on Monday the 30th
+        ({"weeks": 2}, "2026-12-20", "星期日", 14),
+        ({"months": -1}, "2026-11-06", "星期五", -30),
+        ({"months": 1, "day": 1}, "2027-01-01", "星期五", 26),
+        ({"years": 1}, "2027-12-06", "星期一", 365),
+        ({"date": "2027-03-14"}, "2027-03-14", "星期日", 98),
+        ({"date": "12-25"}, "2026-12-25", "星期五", 19),
+        ({"date": "03-05", "years": 1}, "2027-03-05", "星期五", 89),
+        ({"date": "2027-01-31", "months": 1}, "2027-02-28", "星期日", 84),  # a shorter month: its last day
+    ],
+)
+def test_another_day_is_counted_from_today_in_the_run_zone(
+    pinned: list[Any], args: dict[str, Any], day: str, weekday_zh: str, days_from_today: int
+) -> None:
+    result = current_date(SHANGHAI, **args)
+    assert (result["date"], result["weekday_zh"], result["days_from_today"]) == (
+        day,
+        weekday_zh,
+        days_from_today,
+    )
+    assert result["today"] == "2026-12-06" and result["timezone"] == "Asia/Shanghai"
+    assert result["weekday"] == datetime.fromisoformat(day).strftime("%A")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({"date": "2027-02-30"}, "not a calendar date"),
+        ({"date": "next friday"}, "YYYY-MM-DD"),
+        ({"months": 2, "day": 31}, "2027-02 has no day 31"),
+        ({"years": 5000}, "years must be between"),
+        ({"date": "9999-12-31", "days": 1}, "outside the calendar"),
+    ],
+)
+def test_a_day_that_cannot_be_worked_out_is_a_tool_error_saying_why(
+    pinned: list[Any], args: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ToolError, match=message):
+        current_date(SHANGHAI, **args)
+
+
+def test_through_the_executor_the_arguments_are_validated_like_every_tool_s(pinned: list[Any]) -> None:
+    executor = ToolExecutor(builtin_registry())
+    ok, bad_weekday, bad_type, unknown = executor.run(
+        [
+            ToolCallRequest("1", "get_current_date", {"weeks": 1, "weekday": "wednesday"}),
+            ToolCallRequest("2", "get_current_date", {"weekday": "someday"}),
+            ToolCallRequest("3", "get_current_date", {"days": "three"}),
+            ToolCallRequest("4", "get_current_date", {"hours": 3}),
+        ],
+        SHANGHAI,
+    )
+    assert ok.status == "success" and json.loads(ok.content)["date"] == "2026-12-09"
+    assert bad_weekday.status == "error" and "'someday' is not one of" in bad_weekday.content
+    assert bad_type.status == "error" and "expected integer" in bad_type.content
+    assert unknown.status == "error" and "unexpected argument(s) 'hours'" in unknown.content
 
 
 def test_through_the_executor_the_run_zone_comes_from_the_tool_context() -> None:

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from tools import clock
 from tools.executor import ToolCallRequest, ToolExecutor, ToolOutcome
 from tools.registry import (
     ToolArgumentError,
@@ -210,7 +209,8 @@ def test_schema_without_listed_properties_accepts_any_object() -> None:
 
 
 def test_additional_properties_false_without_properties_refuses_everything() -> None:
-    spec = ToolSpec(name="now", description="d", parameters=clock.PARAMETERS, handler=clock.current_date)
+    closed = {"type": "object", "properties": {}, "additionalProperties": False}
+    spec = ToolSpec(name="now", description="d", parameters=closed, handler=lambda: "2024-01-01")
     assert validate_arguments(spec, {}) == {}
     with pytest.raises(ToolArgumentError, match=r"unexpected argument\(s\) 'now'; allowed: none"):
         validate_arguments(spec, {"now": "2024-01-01"})
