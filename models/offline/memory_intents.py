@@ -1,8 +1,10 @@
 """The offline model's memory rules: "记住…", "我喜欢…", "其实…", "我喜欢什么样的回答？", "忘掉…".
 
 A statement to keep is written through the ``remember`` tool, and the answer reports what the rules
-actually decided (saved, already known, updated, or refused and why), never a promise. A question about
-the user is answered from the recalled memories in the prompt, with their ids; it is never stored.
+actually decided (saved, already known, updated, or refused and why), never a promise. A statement the
+rules do not keep ("我今天有点累", "it is raining here") is said not to be stored. A question about the
+user is answered from the recalled memories in the prompt, with their ids; it is never stored. A question
+about the user as a whole ("你还记得我的什么信息？") is answered with the facts recall put first.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from stores.memory.extraction import (
     stated_preference,
     stated_sensitive_fact,
 )
-from stores.memory.history import is_history
+from stores.memory.history import asks, is_history
+from stores.memory.questions import about_user_as_a_whole, about_user_life, is_calculation, topic
 from stores.memory.rules import ExtractionRequest, content_problem
 from stores.text_analysis import has_cjk, term_set, tokenize
 
@@ -59,6 +62,71 @@ _QUESTION_WORDS = (
 def is_question(text: str) -> bool:
     """A question, not a statement: "我喜欢什么样的回答？" asks, it does not tell."""
     return bool(_QUESTION.search(text.strip()))
+
+
+# Asking for something ("帮我查…", "我想了解…", "tell me…", "I'm looking for…"): a request, not news.
+_REQUEST = re.compile(
+    r"请|帮|麻烦|给我|告诉|列出|列一下|查|搜|找|计算|算一下|解释|说明|介绍|总结|翻译|看看|讲讲|说说|"
+    r"我(?:想|要|需要|希望|打算)|想(?:知道|了解|问|看)|"
+    r"^\W*(?:please|tell|show|list|find|search|explain|summari[sz]e|give|calculate|compute|help|describe|"
+    r"translate|define|look\s+up|get|open|check|count|compare|convert|delete|remove|add|make|write|send)\b|"
+    r"\bi\s*(?:want|'d\s+like|would\s+like|need|wonder|am\s+looking|'m\s+looking|am\s+trying|'m\s+trying)\b|"
+    r"\blooking\s+for\b|\blet\s+me\s+know\b",
+    re.IGNORECASE,
+)
+# Telling something: a subject and a finite verb in English ("it is raining here", "I just got back"), a
+# first-person subject, a closing particle or exclamation, or a degree word in Chinese ("腿好酸啊").
+_EN_TELLING = re.compile(
+    r"^\W*(?:(?:well|so|oh|btw|anyway|fyi|honestly|ugh|wow|man|ok|okay|yeah|hmm)\W+)*"
+    r"(?:i|i'm|i've|i'd|i'll|we|we're|we've|it|it's|there|there's|this|that|he|she|they|my|our|"
+    r"the\s+[\w-]+|today|yesterday|tonight)\b.*?"
+    r"(?:\b(?:is|am|are|was|were|been|has|have|had|feel|feels|felt|got|get|gets|just|went|came|left|"
+    r"did|do|does)\b|'(?:s|m|re|ve)\b|\b\w+ed\b)",
+    re.IGNORECASE,
+)
+_ZH_TELLING = re.compile(
+    r"(?<![给帮替让叫])我|咱|[了啊呀啦哦喔嘛呗]\s*[。！!~～]*$|[！!]\s*$|有点|很|太|挺|真|好(?!的)|特别|非常"
+)
+
+
+def told_statement(text: str) -> bool:
+    """Whether ``text`` tells something ("我今天有点累", "it is raining here") rather than asks, requests,
+    greets, calculates, or asks to remember or forget: news the offline rules may or may not keep."""
+    plain = text.strip()
+    if not plain or is_question(plain) or asks(plain) or _REQUEST.search(plain) or is_calculation(plain):
+        return False
+    if has_forget_intent(plain) or has_remember_intent(plain) or not topic(plain):
+        return False  # nothing of its own besides greetings and pronouns: "hello", "thanks, that helped"
+    return bool(_ZH_TELLING.search(plain) or _EN_TELLING.search(plain))
+
+
+def not_stored_reply(question: str, memories: Sequence[dict[str, str]] = ()) -> str | None:
+    """For a statement the offline rules keep nothing of (checked against the extractor's own proposal):
+    that it was not stored, and how to have it kept. None for anything else."""
+    if not told_statement(question) or wants_memory(question, memories) or _proposal(question, list(memories)):
+        return None
+    if has_cjk(question):
+        return (
+            "这句话没有保存为记忆；离线规则只保存你明确要求记住的内容（如“记住……”）和你说明的偏好"
+            "（如“我喜欢……”）。"
+        )
+    return (
+        "I did not store that as a memory: the offline rules keep only what you ask me to remember "
+        "('remember that …') and preferences you state ('I prefer …')."
+    )
+
+
+def memory_answers(question: str) -> bool:
+    """Whether only the user's memories can answer ``question``: what the user likes or does, what the
+    assistant remembers of them, what they asked before; no tool or document is consulted for it."""
+    if has_forget_intent(question):
+        return False
+    if about_user_as_a_whole(question):  # "tell me what you remember about me" names nothing to keep
+        return True
+    if has_remember_intent(question):
+        return False
+    asking = is_question(question) or asks(question)
+    return asking and (about_user_life(question) or bool(_MEMORY_QUESTION.search(question)))
 
 
 def memories_in_prompt(messages: Sequence[BaseMessage]) -> list[dict[str, str]]:
@@ -104,6 +172,8 @@ def wants_memory(question: str, memories: Sequence[dict[str, str]] = ()) -> bool
 def plan_memory_steps(question: str, tools: set[str], messages: Sequence[BaseMessage]) -> list[Step] | None:
     """A ``remember`` call for a statement to keep, or None (a remember request is never arithmetic)."""
     memories = memories_in_prompt(messages)
+    if memory_answers(question) or not_stored_reply(question, memories) is not None:
+        return []  # answered from memory, or said not to be stored: no tool call, no date, no search
     if "remember" not in tools or not wants_memory(question, memories):
         return None
     op = _proposal(question, memories)
@@ -187,22 +257,45 @@ def describe_memory_result(tool: str, content: str, status: str, zh: bool) -> st
     )
 
 
+def _lines(memories: Sequence[dict[str, str]]) -> str:
+    return "\n".join(f"- {m['content']} [{m['id']}]" for m in memories)
+
+
+def _everything_reply(memories: Sequence[dict[str, str]], zh: bool) -> str:
+    """What the assistant remembers of the user as a whole: the facts first, then the questions asked."""
+    facts = [m for m in memories if not is_history(m["content"])]
+    asked = [m for m in memories if is_history(m["content"])]
+    if facts:
+        text = ("根据我记住的关于你的信息：\n" if zh else "From what I remember about you:\n") + _lines(facts)
+        if asked:
+            text += ("\n你还问过：\n" if zh else "\nYou also asked:\n") + _lines(asked)
+        return text
+    if asked:
+        if zh:
+            return "我没有记住关于你的事实或偏好；记下的只有你问过的问题：\n" + _lines(asked)
+        return "I have kept no facts or preferences about you; only questions you asked:\n" + _lines(asked)
+    if zh:
+        return "我还没有记住关于你的任何信息（说“记住……”可以让我记下）。"
+    return "I remember nothing about you yet (say 'remember …' to have me keep something)."
+
+
 def _about_user_reply(question: str, messages: Sequence[BaseMessage], zh: bool) -> str | None:
     """Answer "我喜欢什么样的回答？" from the recalled memories recall judged related to it (a shared term,
     or close in meaning in either language), with their ids; a question with no subject of its own ("what
     do you know about me?") gets every recalled fact. A question about what the user asked before ("我之前
     问过什么？") is answered from those records only, any other from the rest. None when nothing recalled answers a question that may be
     about the documents ("what do I need on day one?"): the knowledge base is asked instead."""
-    wanted = {t for t in tokenize(question) if t not in term_set(_QUESTION_WORDS)}
     history = bool(_ASKED_BEFORE.search(question))
+    if about_user_as_a_whole(question) and not history:  # recall put the user's facts first
+        return _everything_reply(memories_in_prompt(messages), zh)
+    wanted = {t for t in tokenize(question) if t not in term_set(_QUESTION_WORDS)}
     memories = [m for m in memories_in_prompt(messages) if is_history(m["content"]) == history]
     matching = [m for m in memories if m.get("related", True)] if wanted else memories
     if not matching:
-        if not _MEMORY_QUESTION.search(question):
+        if not memory_answers(question):
             return None
         return "我没有关于这个问题的记忆。" if zh else "I have no memory about that."
-    lines = "\n".join(f"- {m['content']} [{m['id']}]" for m in matching)
-    return ("根据我记住的信息：\n" if zh else "From what I remember about you:\n") + lines
+    return ("根据我记住的信息：\n" if zh else "From what I remember about you:\n") + _lines(matching)
 
 
 def _forget_reply(question: str, messages: Sequence[BaseMessage], zh: bool) -> str:
@@ -255,13 +348,13 @@ def memory_reply(
     recalled = any(
         m.get("related", True) and not is_history(m["content"]) for m in memories_in_prompt(messages)
     )
-    if is_question(question) and (
-        _SELF_QUESTION.search(question)
-        or _MEMORY_QUESTION.search(question)
-        or (recalled and _ABOUT_ME.search(question))
+    if memory_answers(question) or (
+        is_question(question) and (_SELF_QUESTION.search(question) or (recalled and _ABOUT_ME.search(question)))
     ):
         return _about_user_reply(question, messages, zh)
     memories = memories_in_prompt(messages)
+    if (untold := not_stored_reply(question, memories)) is not None:
+        return untold
     if not wants_memory(question, memories):
         return None
     op = _proposal(question, memories)

@@ -22,7 +22,7 @@ from typing import Any
 from stores.base import MemoryRecord
 from stores.memory.attributes import asked_attribute
 from stores.memory.checks import high_risk, sensitive_kinds
-from stores.memory.questions import about_assistant, about_user, is_calculation, names_a_time, topic
+from stores.memory.questions import about_assistant, about_user, is_calculation, is_date_question, topic
 from stores.text_analysis import has_cjk
 
 HISTORY_CONFIDENCE = 0.9
@@ -58,7 +58,7 @@ def unkept_reason(text: str) -> str | None:
         return "a question about the assistant itself"
     if is_calculation(text):
         return "a calculation"
-    if names_a_time(text):
+    if is_date_question(text):
         return "a question about a date or a time"
     if high_risk(text) is not None or sensitive_kinds(text):
         return "it touches health, finances, identity or a secret"

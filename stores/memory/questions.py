@@ -61,15 +61,18 @@ _CALCULATION = re.compile(
     r"计算|算一下|算算|帮我算|等于|\b(?:calculate|compute|sum\s+of|product\s+of)\b"
 )
 _CLOCK = re.compile(
-    r"今天|今日|明天|昨天|后天|前天|大后天|今晚|今早|明早|今年|明年|去年|前年|本周|这周|上周|下周|这个月|上个月|"
-    r"下个月|本月|周[一二三四五六日天末]|星期|礼拜|几号|几点|几月|日期|现在时间|当前时间|什么时间|钟点|现在几|"
+    r"今天|今日|明天|昨天|后天|前天|大后天|今晚|今早|明早|今年|明年|去年|前年|(?:上|下|这|本|下下|上上)?(?:周|星期|礼拜)[一二三四五六日天末]?|"
+    r"这个月|上个月|下个月|本月|几号|几点|几月|日期|现在时间|当前时间|什么时间|钟点|现在几|"
     r"\d+\s*月\s*\d+\s*[日号]|[一二三四五六七八九十]+月[一二三四五六七八九十]+[日号]|天[后前以]|还有(?:几|多少)天|"
     r"\b(?:today|tonight|tomorrow|yesterday|date|weekday|weekend|o'clock|monday|tuesday|wednesday|"
     r"thursday|friday|saturday|sunday|january|february|march|april|june|july|august|september|october|"
     r"november|december|calendar|noon|midnight)\b|"
-    r"\b(?:this|next|last)\s+(?:week|month|year)\b|\bwhat\s+time\b|\btime\s+is\s+it\b|哪天|"
+    r"\b(?:this|next|last|coming|past)\s+(?:week|month|year|weekend|monday|tuesday|wednesday|thursday|"
+    r"friday|saturday|sunday)\b|\bwhat\s+time\b|\btime\s+is\s+it\b|哪天|"
     r"\b(?:what|which)\s+day\b|\bday\s+(?:is\s+it|of\s+the\s+(?:week|month))\b|"
-    r"\bdays?\s+(?:until|till|since|from\s+now|ago|later|before|after)\b|\d{4}-\d{1,2}-\d{1,2}"
+    r"\bdays?\s+(?:until|till|since|from\s+now|ago|later|before|after)\b|\d{4}-\d{1,2}-\d{1,2}|"
+    r"元旦|春节|除夕|国庆|中秋|端午|清明|元宵|圣诞|距离|"
+    r"\b(?:christmas|new\s+year'?s?(?:\s+day|\s+eve)?|easter|thanksgiving|halloween|until|till)\b"
 )
 
 # Words that carry no subject: question words, pronouns, greetings and small talk, and the words of a
@@ -78,7 +81,8 @@ _CLOCK = re.compile(
 _NO_SUBJECT_WORDS = (
     # asking
     "什么 啥 哪些 哪个 哪儿 哪 谁 几 多少 吗 呢 吧 呀 啊 嘛 么 请问 一下 来着 知道 告诉 说说 讲讲 说 讲 问 问问 "
-    "what which who whom whose where when why how do does did is are am was were can could should would will "
+    "what which who whom whose where when why how many much do does did is are am was were can could should "
+    "would will 多久 "
     "tell say know wonder please 做 干 帮 帮忙 能 会 help "
     # people in the conversation
     "我 你 您 自己 用户 i me my mine myself you your yours user "
@@ -115,6 +119,13 @@ def about_user(text: str) -> bool:
     return not _PROCEDURE.search(plain) or bool(_SELF_STATE.search(plain))
 
 
+def about_user_life(text: str) -> bool:
+    """Whether ``text`` names what the user likes, does or usually is ("我平时喜欢喝什么？", "how do I
+    usually take my coffee?"): only what is kept about them can answer it."""
+    plain = _plain(text)
+    return bool(_FIRST_PERSON.search(plain) and _SELF_STATE.search(plain))
+
+
 def about_assistant(text: str) -> bool:
     """Whether ``text`` asks about the assistant itself (its name, what it is, what it can do), not asks it
     to do something or what it knows of a subject."""
@@ -130,6 +141,16 @@ def is_calculation(text: str) -> bool:
 def names_a_time(text: str) -> bool:
     """Whether ``text`` names a day, a date or a time of day: the clock's and calendar's questions."""
     return bool(_CLOCK.search(_plain(text)))
+
+
+def is_date_question(text: str) -> bool:
+    """Whether ``text`` asks about a day or a time itself ("下周三是几号？", "how many days until
+    Christmas?"): it names one, and nothing but numbers is left of it without the time words. A question
+    that only mentions a time ("how many vacation days carry over to next year?") has a subject of its own."""
+    plain = _plain(text)
+    if not _CLOCK.search(plain):
+        return False
+    return all(re.fullmatch(_NUMERAL, term) for term in topic(_CLOCK.sub(" ", plain)))
 
 
 def about_user_as_a_whole(text: str) -> bool:

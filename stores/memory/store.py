@@ -27,6 +27,8 @@ from stores.base import MemoryRecord
 from stores.embeddings import Embedder
 from stores.memory.attributes import asked_attribute, attribute_of
 from stores.memory.checks import memory_tool_ran
+from stores.memory.history import HISTORY, memory_kind
+from stores.memory.questions import about_user_as_a_whole
 from stores.memory.recall import (
     REFERENCE_MEMORIES,
     VECTOR_WEIGHT,
@@ -230,14 +232,30 @@ class ChromaMemoryStore:
         return rows[0][0] if rows else None
 
     def recall(self, user_id: str, query: str, top_k: int = 5) -> list[MemoryRecord]:
-        """This user's live memories most relevant to ``query``: keyword + vector fused, ties to the newer."""
+        """This user's live memories most relevant to ``query``: keyword + vector fused, ties to the newer.
+        A question about the user as a whole ("what do you know about me?") gets their facts first."""
         rows = self._rows(where=self._live(user_id))
         self._sweep_if_due()
         if not rows or top_k <= 0:
             return []
+        if about_user_as_a_whole(query):  # relevance to a question with no topic picks at random
+            return [MemoryRecord(**record, related=True) for record in self._facts_first(rows)[:top_k]]
         keyword, vector, close = self._scores(user_id, query, rows)
         ranked = self._ranked(rows, fuse(keyword, vector, self.vector_weight))[:top_k]
         return [MemoryRecord(**record, related=record["id"] in close) for record in ranked]
+
+    @staticmethod
+    def _facts_first(rows: Sequence[tuple[MemoryRecord, float]]) -> list[MemoryRecord]:
+        """What answers "what do you know about me?": facts and preferences (semantic, procedural), then
+        what happened to the user, then what they asked; the newer first within each."""
+        order = {"semantic": 0, "procedural": 0, "episodic": 1}
+
+        def rank(row: tuple[MemoryRecord, float]) -> tuple[int, int, float, str]:
+            record, updated = row
+            history = memory_kind(record) == HISTORY
+            return history, order.get(record["memory_type"], 1), -updated, record["id"]
+
+        return [record for record, _ in sorted(rows, key=rank)]
 
     def _scores(
         self, user_id: str, query: str, rows: Sequence[tuple[MemoryRecord, float]]

@@ -140,3 +140,29 @@ def test_questions_become_history_that_counts_repeats_and_never_hijacks_a_questi
     # a question in the first person is still a question about the documents
     docs, _ = ask(agent, "How many vacation days do I carry over?", thread="t5")
     assert "remember" not in docs.lower() and history[0]["id"] not in docs
+
+
+def test_a_question_about_the_user_a_sum_a_date_or_a_greeting_leaves_no_history(agent: Any) -> None:
+    for question in ("我平时喜欢喝什么？", "七乘以六是多少？", "What's the date next Friday?", "嗨，最近好吗？"):
+        ask(agent, question, thread=question)
+    assert _store().list("alice") == []
+
+
+def test_what_do_you_remember_about_me_answers_from_the_facts_among_the_history(agent: Any) -> None:
+    ask(agent, "记住我喜欢喝绿茶")
+    ask(agent, "remember that I work as a nurse in Graz", thread="t2")
+    for n, question in enumerate(["差旅怎么报销？", "Which VPN client should contractors install?", "年假怎么休？"]):
+        ask(agent, question, thread=f"h{n}")  # newer than the facts, and kept as history
+    facts = [m for m in _store().list("alice") if m["memory_type"] == "semantic"]
+    for question in ("你还记得我的什么信息？", "so what do you know about me?"):
+        answer, calls = ask(agent, question, thread=question)
+        assert calls == [] and all(f"[{m['id']}]" in answer for m in facts), answer
+        assert "没有关于" not in answer and "no memory" not in answer
+
+
+def test_a_statement_it_does_not_keep_is_said_to_be_not_stored(agent: Any) -> None:
+    zh, calls = ask(agent, "我今天有点累")
+    assert calls == [] and "没有保存" in zh and "今天是" not in zh
+    en, calls = ask(agent, "it is raining here", thread="t2")
+    assert calls == [] and "did not store" in en
+    assert _store().list("alice") == []

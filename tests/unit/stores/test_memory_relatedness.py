@@ -72,3 +72,30 @@ def test_a_question_for_a_single_valued_fact_relates_the_memory_holding_it(
     memory.add("cy", "semantic", "The user likes green tea")
     by_content = {m["content"]: m["related"] for m in memory.recall("cy", question)}
     assert by_content[content] is True and by_content["The user likes green tea"] is False
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["你还记得我的什么信息？", "what do you know about me?", "关于我你都了解些啥", "Anything you recall about me?"],
+)
+def test_a_question_about_the_user_as_a_whole_recalls_their_facts_before_their_history(
+    tmp_path: Path, question: str
+) -> None:
+    memory = ChromaMemoryStore(tmp_path, embedder=HashingEmbedder())
+    facts = ["用户喜欢喝绿茶", "The user works as a pilot", "用户要求：回答尽量简短"]
+    memory.add("cy", "semantic", facts[0])
+    memory.add("cy", "semantic", facts[1])
+    memory.add("cy", "procedural", facts[2])
+    for asked in ["用户问过：差旅怎么报销？", "The user asked: what do you know about travel?", "用户问过：我的信息"]:
+        memory.add("cy", "episodic", asked)  # newer than every fact, and one shares the question's words
+    recalled = memory.recall("cy", question, 5)
+    assert sorted(m["content"] for m in recalled[:3]) == sorted(facts)
+    assert all(m["related"] for m in recalled[:3])
+
+
+def test_a_question_about_one_thing_of_the_user_is_still_ranked_by_relevance(tmp_path: Path) -> None:
+    memory = ChromaMemoryStore(tmp_path, embedder=HashingEmbedder())
+    memory.add("cy", "semantic", "用户喜欢喝绿茶")
+    memory.add("cy", "semantic", "用户住在成都")
+    first, second = memory.recall("cy", "我住在哪个城市？")
+    assert (first["content"], first["related"], second["related"]) == ("用户住在成都", True, False)
