@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nodes.retrieval_gate import arithmetic_span, needs_retrieval
+from nodes.retrieval_gate import arithmetic_span, is_calculation, needs_retrieval
 
 
 @pytest.mark.parametrize(
@@ -46,15 +46,49 @@ def test_a_question_about_the_documents_is_searched(question: str) -> None:
 
 
 def test_the_span_reads_operator_words_and_ignores_dates() -> None:
-    assert arithmetic_span("7 乘以 8").replace(" ", "") == "7+8"  # an operator word counts as an operator
-    assert arithmetic_span("12 divided by 4").replace(" ", "") == "12+4"
+    assert arithmetic_span("7 乘以 8") == "7 乘以 8"  # an operator word counts as an operator
+    assert arithmetic_span("so 12 divided by 4?") == "12 divided by 4"
     assert arithmetic_span("meeting on 2024-03-15") == ""
     assert arithmetic_span("no numbers here") == ""
 
 
+@pytest.mark.parametrize(
+    "question",
+    [
+        "八的平方根",
+        "三加五再乘以二",
+        "一千二百五十的百分之八是多少",
+        "20% off 150",
+        "7% of 1,250?",
+        "what is the cube root of twenty-seven",
+        "two to the power of ten",
+        "１２０ 打八折是多少",
+    ],
+)
+def test_a_calculation_in_words_percentages_or_roots_skips_the_search(question: str) -> None:
+    """The same calculations the offline model reads: numbers in words, percentages, roots, chains."""
+    assert is_calculation(question) and not needs_retrieval(question)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "RAG 加上重排序效果会更好吗",
+        "我有一个问题想问",
+        "GPT-4 的上下文有多长",
+        "下周三是几号？",
+        "年假一共有几天",
+    ],
+)
+def test_operator_words_or_numbers_alone_do_not_make_a_calculation(question: str) -> None:
+    assert not is_calculation(question)
+
+
 def test_a_huge_question_is_read_in_linear_time() -> None:
     question = "1 + " * 20_000 + "1 以及差旅报销的标准"
-    assert needs_retrieval(question) is False  # mostly arithmetic; returns promptly (the regex does not backtrack)
+    assert (
+        needs_retrieval(question) is False
+    )  # mostly arithmetic; returns promptly (the regex does not backtrack)
 
 
 @pytest.mark.timeout(30)
