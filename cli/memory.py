@@ -1,5 +1,8 @@
 """``kb-agent memories list|search|add|edit|delete|audit --user U [--json]``: users manage their memories.
 
+``list`` shows what holds about the user (facts, preferences, rules, events) first and the interaction
+history (questions they asked) in a section of its own; ``--json`` marks each memory's ``kind``.
+
 Every command is scoped to ``--user`` (default ``KB_AGENT_USER_ID``) at the storage layer, and every
 change goes through the same rules and audit history as extraction (source "cli"): a rejected change is
 one line on stderr with the rule that refused it, and exit code 1.
@@ -91,14 +94,14 @@ def _resolve(store: ChromaMemoryStore, user_id: str, given: str) -> str:
     return matches[0] if matches else given
 
 
-def _show(records: list[MemoryRecord], as_json: bool) -> None:
-    if as_json:
-        typer.echo(json_text(records))
-        return
-    if not records:
-        out.print("[dim]no memories[/dim]")
-        return
-    short, caption = shown_ids([m.get("id", "") for m in records])
+def _kinded(records: list[MemoryRecord]) -> list[dict[str, Any]]:
+    """Each record with its ``kind``: "fact" (what holds about the user) or "history" (what they asked)."""
+    from stores.memory.history import memory_kind
+
+    return [{**m, "kind": memory_kind(m)} for m in records]
+
+
+def _table(records: list[dict[str, Any]], short: dict[str, str], caption: str | None) -> Table:
     table = Table(_id_column(short), "type", "content", "updated", "expires", caption=caption)
     for m in records:
         table.add_row(
@@ -108,7 +111,41 @@ def _show(records: list[MemoryRecord], as_json: bool) -> None:
             (m.get("updated_at") or "")[:19],
             (m.get("expires_at") or "")[:19],
         )
-    out.print(table)
+    return table
+
+
+def _show(records: list[MemoryRecord], as_json: bool) -> None:
+    """Memories in the order given (a search's, by relevance), each marked with its kind in JSON."""
+    if as_json:
+        typer.echo(json_text(_kinded(records)))
+        return
+    if not records:
+        out.print("[dim]no memories[/dim]")
+        return
+    short, caption = shown_ids([m.get("id", "") for m in records])
+    out.print(_table(_kinded(records), short, caption))
+
+
+def _show_apart(records: list[MemoryRecord], as_json: bool) -> None:
+    """Facts and preferences first, then the interaction history (the questions the user asked) in a
+    section of its own: a list of "The user asked: …" must not bury what is known about the user."""
+    kinded = _kinded(records)
+    facts = [m for m in kinded if m["kind"] == "fact"]
+    history = [m for m in kinded if m["kind"] == "history"]
+    if as_json:
+        typer.echo(json_text(facts + history))
+        return
+    if not kinded:
+        out.print("[dim]no memories[/dim]")
+        return
+    short, caption = shown_ids([m.get("id", "") for m in kinded])
+    out.print("[bold]Facts and preferences[/bold]")
+    out.print(_table(facts, short, None) if facts else "[dim]no facts or preferences[/dim]")
+    if history:
+        out.print("[bold]Interaction history[/bold] [dim](questions you asked; they expire)[/dim]")
+        out.print(_table(history, short, None))
+    if caption:
+        out.print(f"[dim]{caption}[/dim]")
 
 
 def _report(entry: AuditEntry, as_json: bool, done: str) -> None:
@@ -130,9 +167,9 @@ def list_memories(
     limit: int = typer.Option(100, "--limit", "-n", min=1),
     as_json: bool = JsonOption,
 ) -> None:
-    """This user's memories, newest first."""
+    """This user's memories, newest first: facts and preferences, then the questions they asked."""
     store, user_id = _open(user)
-    _show(store.list(user_id, include_expired=include_expired, limit=limit), as_json)
+    _show_apart(store.list(user_id, include_expired=include_expired, limit=limit), as_json)
 
 
 @memories.command("search")
