@@ -13,6 +13,7 @@ usual precedence holds ("3 + 5 × 2" is 13).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -53,6 +54,7 @@ _SUM, _PRODUCT, _UNARY, _POWER, _ATOM = 1, 2, 3, 4, 5
 _BINDING = {"+": (10, 11), "-": (10, 11), "*": (20, 21), "/": (20, 21), "%": (20, 21), "**": (31, 30)}
 _STARTS = {NUM, LPAREN, PRE, REF, NEG, SUM_OF, VERB}
 _CONTINUES = {OP, POST, OF, OFF, CHANGE, BOTH}
+_LONE_NUMBER = re.compile(r"-?\(?[\d.]+(?: / 100)?\)?")  # "5", "-5", "(20 / 100)": nothing computed
 
 
 class _Unreadable(Exception):
@@ -357,7 +359,7 @@ def read_calculation(
                 expr = parser.expression()
             else:
                 raise _Unreadable
-            if not any(tokens[i].kind in OPERATORS for i in parser.used - used):
+            if _LONE_NUMBER.fullmatch(expr.text):
                 raise _Unreadable  # a number on its own is no step: "3 + 5 for 2 people" leaves the 2
         except _Unreadable:
             parser.pos, parser.used = start, used
