@@ -38,6 +38,7 @@ from nodes.settings import Settings
 from nodes.state import (
     ForbiddenStateError,
     InvalidInputError,
+    MessageTooLongError,
     TooManyMessagesError,
     check_caller_command,
     check_input,
@@ -147,8 +148,9 @@ def _check_run_payload(ctx: Auth.types.AuthContext, context: Any, configurable: 
 
 def refusal(exc: InvalidInputError) -> Auth.exceptions.HTTPException:
     """The status of a refused input or state write: 403 for a channel the caller may not write, 413 for
-    too many messages, else 422."""
-    status = 403 if isinstance(exc, ForbiddenStateError) else 413 if isinstance(exc, TooManyMessagesError) else 422
+    too many messages or one too long, else 422."""
+    too_large = isinstance(exc, TooManyMessagesError | MessageTooLongError)
+    status = 403 if isinstance(exc, ForbiddenStateError) else 413 if too_large else 422
     return Auth.exceptions.HTTPException(status_code=status, detail=str(exc))
 
 
@@ -156,10 +158,11 @@ def _check_run_input(value: Any, command: Any = None) -> None:
     """Refuse, before the run is queued, input messages that would not coerce (LangGraph saves input before
     coercing it; the thread would stay unreadable), too many of them, and a command that writes anything
     but messages or routes the graph: a resume is the only thing a command may carry besides messages."""
-    max_messages = Settings.current().max_input_messages
+    settings = Settings.current()
+    max_messages, max_chars = settings.max_input_messages, settings.max_message_chars
     try:
-        check_input(value, max_messages)
-        check_caller_command(command, max_messages)
+        check_input(value, max_messages, max_chars=max_chars)
+        check_caller_command(command, max_messages, max_chars=max_chars)
     except InvalidInputError as exc:
         raise refusal(exc) from None
 

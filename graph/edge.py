@@ -108,8 +108,9 @@ def _check_state_write(payload: Any, settings: Settings) -> None:
     """A caller's state write: messages only, that coerce (``graph.auth.refusal`` maps the error)."""
     if not isinstance(payload, dict):
         return  # not JSON the route takes: it answers with its own 422
-    check_caller_update(payload.get("values"), settings.max_input_messages)
-    check_caller_command(payload.get("command"), settings.max_input_messages)
+    limit = settings.max_message_chars
+    check_caller_update(payload.get("values"), settings.max_input_messages, max_chars=limit)
+    check_caller_command(payload.get("command"), settings.max_input_messages, max_chars=limit)
 
 
 def _check_new_thread(payload: Any, settings: Settings) -> None:
@@ -123,8 +124,11 @@ def _check_new_thread(payload: Any, settings: Settings) -> None:
             if not isinstance(update, dict):
                 continue
             where = f"supersteps[{s}].updates[{u}]"
-            check_caller_update(update.get("values"), settings.max_input_messages, f"{where}.values")
-            check_caller_command(update.get("command"), settings.max_input_messages, f"{where}.command")
+            limit = settings.max_message_chars
+            check_caller_update(update.get("values"), settings.max_input_messages, f"{where}.values", max_chars=limit)
+            check_caller_command(
+                update.get("command"), settings.max_input_messages, f"{where}.command", max_chars=limit
+            )
 
 
 class Edge:

@@ -390,6 +390,10 @@ class Settings(BaseSettings):
         SERVER, 100,
         "Most messages one run's input, resume or state update may carry.",
     )
+    max_message_chars: int = _setting(
+        SERVER, 50_000,
+        "Longest message a server caller may send, in characters; a longer one is a 413 and nothing is stored.",
+    )
     runs_per_user: int = _setting(
         SERVER, 2,
         'Runs one server caller may have in flight at once; more wait in a queue for a free slot.',
@@ -501,6 +505,7 @@ class Settings(BaseSettings):
             "tool_candidates",
             "max_body_bytes",
             "max_input_messages",
+            "max_message_chars",
             "runs_per_user",
             "requests_per_minute",
         ):

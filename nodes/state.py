@@ -21,11 +21,17 @@ class TooManyMessagesError(InvalidInputError):
     """More messages in one input than the deployment takes at once."""
 
 
+class MessageTooLongError(InvalidInputError):
+    """A message longer than the deployment takes: refused before anything is stored or embedded."""
+
+
 class ForbiddenStateError(InvalidInputError):
     """A caller's write to a channel only the graph's nodes write."""
 
 
-def check_input(payload: Any, max_messages: int | None = None, where: str = "input") -> None:
+def check_input(
+    payload: Any, max_messages: int | None = None, where: str = "input", *, max_chars: int | None = None
+) -> None:
     """Refuse input whose messages would not coerce, before the run starts.
 
     LangGraph saves a run's input in the thread's checkpoint before its reducer coerces the messages, so a
@@ -42,6 +48,11 @@ def check_input(payload: Any, max_messages: int | None = None, where: str = "inp
             f"{where}.messages has {len(messages)} messages; at most {max_messages} are taken at once"
         )
     for index, message in enumerate(messages):
+        if max_chars is not None and (length := _text_length(message)) > max_chars:
+            raise MessageTooLongError(
+                f"{where}.messages[{index}] has {length:,} characters; at most {max_chars:,} are taken in one "
+                "message: send a shorter question, or ingest a long text as a document"
+            )
         if isinstance(message, BaseMessage):
             continue
         try:
@@ -54,7 +65,28 @@ def check_input(payload: Any, max_messages: int | None = None, where: str = "inp
             ) from None
 
 
-def check_caller_update(values: Any, max_messages: int | None = None, where: str = "values") -> None:
+def _text_length(message: Any) -> int:
+    """Characters of a message's text, whatever form it came in (object, dict, tuple, plain string)."""
+    content: Any
+    if isinstance(message, BaseMessage):
+        content = message.content
+    elif isinstance(message, dict):
+        content = message.get("content", "")
+    elif isinstance(message, (list, tuple)) and len(message) == 2:
+        content = message[1]
+    else:
+        content = message
+    if isinstance(content, str):
+        return len(content)
+    if isinstance(content, list):
+        return sum(_text_length({"content": part.get("text", "")}) if isinstance(part, dict) else _text_length(part)
+                   for part in content)
+    return len(str(content))
+
+
+def check_caller_update(
+    values: Any, max_messages: int | None = None, where: str = "values", *, max_chars: int | None = None
+) -> None:
     """Refuse a caller's state write that touches anything but the messages, or messages that would not
     coerce (a wrongly typed value would break every later run of the thread)."""
     updates = values if isinstance(values, list) else [values]
@@ -72,10 +104,12 @@ def check_caller_update(values: Any, max_messages: int | None = None, where: str
             )
         if "messages" in update and update["messages"] is None:
             raise InvalidInputError(f"{here}.messages must be a list of messages, got null")
-        check_input(update, max_messages, here)
+        check_input(update, max_messages, here, max_chars=max_chars)
 
 
-def check_caller_command(command: Any, max_messages: int | None = None, where: str = "command") -> None:
+def check_caller_command(
+    command: Any, max_messages: int | None = None, where: str = "command", *, max_chars: int | None = None
+) -> None:
     """A caller's ``Command`` may resume a pending question and add messages; it may not route the graph
     (``goto`` would skip the model and the checks before a tool runs) nor write any other channel."""
     if command is None:
@@ -87,7 +121,7 @@ def check_caller_command(command: Any, max_messages: int | None = None, where: s
             f"{where}.goto: a caller cannot route the graph; send a question, or resume a pending approval"
         )
     if command.get("update") is not None:
-        check_caller_update(command["update"], max_messages, f"{where}.update")
+        check_caller_update(command["update"], max_messages, f"{where}.update", max_chars=max_chars)
 
 
 MAX_RECORDED_ANSWERS = 50

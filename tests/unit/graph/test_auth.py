@@ -163,6 +163,28 @@ def test_a_run_whose_input_is_not_a_message_is_refused_naming_it(message: Any) -
     assert _status(server_auth.crons_of_their_owner, Ctx(User("alice"), [TOKEN_MARK], "crons", "create"), cron) == 422
 
 
+@pytest.mark.parametrize(
+    "message",
+    [
+        {"role": "user", "content": "问" * 50_001},
+        {"role": "user", "content": [{"type": "text", "text": "q" * 30_000}, {"type": "text", "text": "q" * 30_000}]},
+        ("user", "x" * 1_000_000),
+        "y" * 50_001,
+    ],
+)
+def test_a_message_longer_than_the_deployment_takes_is_413_naming_the_limit(message: Any) -> None:
+    """Refused before the run is queued, so nothing reaches the thread or the embedder."""
+    run = {"kwargs": {"input": {"messages": [message]}}, "metadata": {}}
+    with pytest.raises(Auth.exceptions.HTTPException) as refused:
+        _call(server_auth.runs_with_checked_context, ALICE, run)
+    assert refused.value.status_code == 413
+    assert "input.messages[0] has" in str(refused.value.detail) and "at most 50,000" in str(refused.value.detail)
+    resume = {"kwargs": {"command": {"update": {"messages": [message]}}}, "metadata": {}}
+    assert _status(server_auth.runs_with_checked_context, ALICE, resume) == 413
+    fits = {"kwargs": {"input": {"messages": [{"role": "user", "content": "问" * 50_000}]}}, "metadata": {}}
+    assert _call(server_auth.runs_with_checked_context, ALICE, fits) == {"owner": "alice"}
+
+
 def test_a_run_of_ordinary_messages_or_a_resume_passes() -> None:
     for payload in (
         {"input": {"messages": [{"role": "user", "content": "hi"}, ("assistant", "ok"), "plain"]}},

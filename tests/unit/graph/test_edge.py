@@ -44,7 +44,12 @@ class Inner:
 @pytest.fixture
 def inner(monkeypatch: pytest.MonkeyPatch) -> Inner:
     monkeypatch.setenv(server_auth.TOKENS_ENV, json.dumps({"t-1": "alice"}))
-    for name in ("KB_AGENT_MAX_BODY_BYTES", "KB_AGENT_MAX_INPUT_MESSAGES", "KB_AGENT_OPEN_ROUTES"):
+    for name in (
+        "KB_AGENT_MAX_BODY_BYTES",
+        "KB_AGENT_MAX_INPUT_MESSAGES",
+        "KB_AGENT_MAX_MESSAGE_CHARS",
+        "KB_AGENT_OPEN_ROUTES",
+    ):
         monkeypatch.delenv(name, raising=False)
     return Inner()
 
@@ -88,6 +93,7 @@ def test_a_body_over_the_limit_is_413_before_it_is_read(inner: Inner, monkeypatc
         ({"messages": [{"role": "robot", "content": "beep"}]}, 422, "messages[0]"),
         ({"messages": None}, 422, "messages"),
         ({"messages": [{"role": "user", "content": str(i)} for i in range(101)]}, 413, "101"),
+        ({"messages": [{"role": "user", "content": "长" * 60_000}]}, 413, "at most 50,000"),
         ("messages", 422, "values"),
     ],
 )  # fmt: skip
