@@ -152,6 +152,7 @@ async def memories(request: Request) -> Response:
     _needs(settings, "memory:read")
 
     def read() -> dict[str, Any]:
+        from stores.memory.history import memory_kind
         from stores.memory.pending import pending
 
         store = _memories(settings)
@@ -160,6 +161,7 @@ async def memories(request: Request) -> Response:
                 "id": m["id"],
                 "content": m.get("content", ""),
                 "type": m.get("memory_type", ""),
+                "kind": memory_kind(m),  # "fact" or "history": the page lists them apart
                 "updated_at": m.get("updated_at", ""),
             }
             for m in store.list(settings.user_id, limit=200)

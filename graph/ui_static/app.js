@@ -443,9 +443,12 @@ async function showMemories() {
     if (!(error instanceof SignedOut)) openSide(t("memories"), el("p", { text: t("noMemory") }));
     return;
   }
+  // What holds about the user first; the questions they asked (interaction history) in a list of their own.
   const kept = el("ul", { class: "memories" });
+  const asked = el("ul", { class: "history" });
   for (const memory of data.memories) {
-    kept.append(el("li", { class: "memory" }, el("span", { text: memory.content }),
+    const list = memory.kind === "history" ? asked : kept;
+    list.append(el("li", { class: "memory" }, el("span", { text: memory.content }),
       el("button", { type: "button", text: t("delete"), "aria-label": `${t("delete")}: ${memory.content}`,
         onclick: () => memoryAction(`/ui/api/memories/${encodeURIComponent(memory.id)}`, "DELETE") })));
   }
@@ -458,8 +461,9 @@ async function showMemories() {
         onclick: () => memoryAction(`/ui/api/pending/${item.id}/drop`, "POST") })));
   }
   const none = () => el("p", { class: "none", text: t("none") });
+  const history = asked.children.length ? [el("h3", { text: t("asked") }), asked] : [];
   openSide(t("memories"), el("h3", { text: t("pending") }), data.pending.length ? held : none(),
-    el("h3", { text: t("kept") }), data.memories.length ? kept : none());
+    el("h3", { text: t("kept") }), kept.children.length ? kept : none(), ...history);
 }
 
 async function memoryAction(path, method) {

@@ -190,6 +190,25 @@ def test_a_pending_memory_is_confirmed_and_a_kept_one_deleted(tab: Page) -> None
     assert tab.errors() == [], tab.console
 
 
+def test_the_memories_panel_lists_the_questions_asked_apart_from_the_facts(tab: Page) -> None:
+    page = tab.sign_in("tok-bob")
+    tab.ask("remember that I prefer aisle seats")
+    tab.ask("Which hotels does the travel policy allow?")  # kept as interaction history, after the answer
+    for _ in range(60):  # memories are written in the background after the answer
+        page.click("#show-memories")
+        page.wait_for_selector("#side:not([hidden])")
+        if page.locator("#side-body .history .memory").count():
+            break
+        page.wait_for_timeout(500)
+    tab.shot("memories-apart")
+    facts, asked = page.inner_text("#side-body .memories"), page.inner_text("#side-body .history")
+    assert "aisle seats" in facts and "travel policy" not in facts
+    assert "The user asked: Which hotels does the travel policy allow?" in asked and "aisle" not in asked
+    headings = page.locator("#side-body h3").all_inner_texts()
+    assert headings.index("Facts and preferences") < headings.index("Questions you asked")
+    assert tab.errors() == [], tab.console
+
+
 def test_the_interface_speaks_chinese_to_a_chinese_browser(
     browser: Any, server: DevServer, tmp_path: Path
 ) -> None:
