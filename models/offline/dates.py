@@ -249,7 +249,8 @@ _ASKS = re.compile(
     r"几号|几月几[日号]?|几日|多少号|星期几|礼拜几|周几|哪天|哪一天|哪日|什么日子|是几月|几月了|哪个月|"
     r"现在时间|当前时间|现在的时间|(?:现在|此刻|目前|当前|以后|之后|后|以前|之前|前)是?几点|几点了|什么日期|哪个日期|"
     r"(?:还有|还剩|过了|过去了?|相差|相隔|差|隔了?)(?:多少|几)天|"
-    r"\bwhat\s+day\s+of\s+the\s+week\b|\bday\s+of\s+the\s+week\b|"
+    r"\b(?:what|which)\s+day\s+of\s+the\s+week\b|\bday\s+of\s+the\s+week\b|"
+    r"\bwhat\s+time\s+(?:will|would|was)\s+it\s+be\b|\bwhat\s+time\s+was\s+it\b|"
     r"\bwhat(?:'s|\s+is|\s+was|\s+will\s+be)\s+(?:the\s+)?(?:date|day|weekday|time)\b|"
     r"\b(?:which|what)\s+(?:date|day|weekday)\b|\bwhat\s+(?:year|month)\s+is\s+it\b|\btime\s+is\s+it\b|"
     r"\bhow\s+many\s+days\s+(?:until|till|to|since|between|from|left|ago|before|after)\b|\bfalls?\s+on\b|"
@@ -263,7 +264,7 @@ _DATE_WORD = re.compile(r"日期|\bdate\b", re.IGNORECASE)
 _COUNTS = re.compile(r"(?:多少|几)天|\bhow\s+many\s+days\b", re.IGNORECASE)
 # Left after the day references and question words are taken out: a word still naming a day or a time.
 _DAY_WORDS = re.compile(
-    r"[上下这本]?个?周末|农历|阴历|初[一二三四五六七八九十]|廿[一二三四五六七八九]?|春节|中秋|端午|元宵|清明|国庆|元旦|除夕|圣诞|七夕|重阳|"
+    r"[上下这本]?个?周末|(?:[上下这本]个?)?月[底初末]|(?:[今明去]年)?年[底初末]|农历|阴历|初[一二三四五六七八九十]|廿[一二三四五六七八九]?|春节|中秋|端午|元宵|清明|国庆|元旦|除夕|圣诞|七夕|重阳|"
     r"劳动节|儿童节|情人节|教师节|母亲节|父亲节|感恩节|万圣节|复活节|节日|节假日|假期|假日|放假|工作日|周末|月底|月初|月末|年底|年初|年末|上旬|中旬|下旬|小时|分钟|"
     r"[上下]午|晚上|早上|凌晨|半夜|中午|傍晚|半年|半个月|生日|纪念日|"
     r"(?:周|星期|礼拜)[一二三四五六日天]|[上下这本]个?(?:周|星期|礼拜|月)|"

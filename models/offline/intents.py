@@ -158,7 +158,8 @@ def _describe_day(args: dict[str, Any], info: dict[str, Any], question: str, zh:
     if "weekday" in args:
         week = {1: "next week", -1: "last week", 0: "this week"}.get(int(args.get("weeks", 0)), "that week")
         note = f", the {info['weekday']} of {week}, weeks starting on Monday"
-    return f"{label or 'That day'}: {info['weekday']}, {info['date']} ({_relative(days, zh)}{note})."
+    label = label[:1].upper() + label[1:] if label else "That day"
+    return f"{label}: {info['weekday']}, {info['date']} ({_relative(days, zh)}{note})."
 
 
 def describe_result(
