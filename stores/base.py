@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict, runtime_checkable
 
 if TYPE_CHECKING:
@@ -46,6 +46,17 @@ class PassageSearch(Protocol):
 
     def search(self, query: str, *, user_id: str, groups: Sequence[str], top_k: int = 5) -> list[Passage]:
         """Passages the caller may see, best first."""
+        ...
+
+
+@runtime_checkable
+class KnowsLanguages(Protocol):
+    """A passage search that knows the languages its documents are written in (``KnowledgeBase``).
+
+    Kept apart from :class:`PassageSearch`: a search that does not say gets no cross-language query."""
+
+    def languages(self, groups: Iterable[str] | None = None) -> frozenset[str]:
+        """``zh`` / ``en``: the languages of the documents ``groups`` may see; cheap enough per turn."""
         ...
 
 

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from stores.knowledge.groups import clean_groups, flag_keys, group_key
+from stores.knowledge.languages import LANGUAGES, languages_in, languages_of
 from stores.knowledge.manifest import FileRecord, now_iso
 from stores.knowledge.reading import FileJob, Piece, Reader
 
@@ -129,8 +130,35 @@ def ingest(
             if pipeline.puts:
                 index.manifest.set_meta(embedder=index.embedder.name, dim=index.embedder.dim)
             index.wrote()
+        if learn_languages(index):
+            index.wrote()
         index.manifest.set_meta(ingesting="")
     return report
+
+
+LANGUAGE_PAGE = 500  # chunk texts read from Chroma per call while learning an older index's languages
+
+
+def learn_languages(index: KnowledgeIndex) -> int:
+    """Record the languages of documents indexed before the manifest kept them, from the chunk texts
+    Chroma holds (once: the next ingest finds them known); returns how many documents were learned.
+
+    Until then such a document counts for every language (``KnowledgeBase.languages``), so a search in
+    either language is never narrowed by a guess."""
+    if all(languages is not None for _, languages in index.manifest.languages_by_groups()):
+        return 0
+    unknown = [record for record in index.manifest.records().values() if record.languages is None]
+    for record in unknown:
+        found: set[str] = set()
+        for start in range(0, len(record.chunk_ids), LANGUAGE_PAGE):
+            page = index.collection.get(ids=record.chunk_ids[start : start + LANGUAGE_PAGE], include=["documents"])
+            found |= languages_of(text or "" for text in page["documents"] or [])
+            if len(found) == len(LANGUAGES):
+                break
+        record.languages = sorted(found)
+    if unknown:
+        index.manifest.apply(unknown, [])
+    return len(unknown)
 
 
 @dataclass
@@ -158,6 +186,7 @@ class _Pipeline:
         self.jobs: deque[FileJob] = deque()  # files with chunks in the pipeline, in order
         self.dropped: list[FileJob] = []  # files the reader gave up on part-way: undone at the end
         self.puts: list[FileRecord] = []  # files fully written: recorded in the manifest at the end
+        self.languages: dict[FileJob, set[str]] = {}  # what each file's chunks are written in, so far
         self.writer = ThreadPoolExecutor(1, thread_name_prefix="kb-ingest-write")
         self.in_flight: deque[tuple[Future[None], Counter[FileJob]]] = deque()
         self.reader: Reader | None = None
@@ -174,6 +203,9 @@ class _Pipeline:
             if isinstance(event, Piece):
                 if not self.jobs or self.jobs[-1] is not event.job:
                     self.jobs.append(event.job)
+                found = self.languages.setdefault(event.job, set())
+                for chunk, _ in event.chunks:
+                    found |= languages_in(chunk.text)
                 self.pending.extend((event.job, chunk, terms) for chunk, terms in event.chunks)
                 while len(self.pending) >= EMBED_BATCH:
                     self._embed()
@@ -274,6 +306,7 @@ class _Pipeline:
                     job.hashes,
                     now_iso(),
                     job.path,
+                    sorted(self.languages.pop(job, set())),
                 )
             )
             self._file_done(job.source)
@@ -283,6 +316,7 @@ class _Pipeline:
         job.failed = True
         self.jobs = deque(j for j in self.jobs if j is not job)
         self.pending = [item for item in self.pending if item[0] is not job]
+        self.languages.pop(job, None)
         self.dropped.append(job)
 
     def _file_done(self, label: str) -> None:

@@ -9,6 +9,7 @@ back. The layout on disk is described in :mod:`stores.knowledge.index`.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from stores.knowledge.groups import DEFAULT_GROUPS
 from stores.knowledge.index import KnowledgeIndex
 from stores.knowledge.ingest import IngestReport, Progress
 from stores.knowledge.ingest import ingest as ingest_files
+from stores.knowledge.languages import LANGUAGES
 from stores.knowledge.manifest import FileRecord
 from stores.knowledge.search import Searcher, SearchSettings
 from stores.knowledge.trash import Trash, move_to_trash
@@ -93,6 +95,9 @@ class KnowledgeBase:
         self.embedder = self.index.embedder
         self.manifest = self.index.manifest
         self.collection_name = self.index.collection_name
+        # (generation, languages per group) as last read from the manifest; see ``languages``
+        self._languages: tuple[int, dict[str, frozenset[str]]] | None = None
+        self._languages_lock = threading.Lock()
 
     # -- ingest ----------------------------------------------------------------------------------
     def ingest(
@@ -171,6 +176,27 @@ class KnowledgeBase:
     def get(self, ids: Sequence[str], *, groups: Sequence[str] | None = None) -> list[Passage]:
         """Chunks by id, in the order asked; with ``groups``, only those the caller may see."""
         return self.index.get(ids, groups=groups)
+
+    def languages(self, groups: Iterable[str] | None = None) -> frozenset[str]:
+        """The languages (``zh``, ``en``) of the documents ``groups`` may see (all documents without).
+
+        Recorded per document at ingest (``stores.knowledge.languages``: a mixed document counts for
+        both), and read here from the manifest's short columns only when its generation moved, so asking
+        once per turn costs one read of the generation. A document indexed before languages were recorded
+        counts for both: cross-language search stays on for it (one translation more, never a passage
+        less) until the next ingest learns its languages from its stored chunks.
+        """
+        generation = self.manifest.generation()
+        with self._languages_lock:
+            if self._languages is None or self._languages[0] != generation:
+                per_group: dict[str, set[str]] = {}
+                for record_groups, found in self.manifest.languages_by_groups():
+                    for group in record_groups:
+                        per_group.setdefault(group, set()).update(LANGUAGES if found is None else found)
+                self._languages = (generation, {g: frozenset(langs) for g, langs in per_group.items()})
+            by_group = self._languages[1]
+        wanted = by_group if groups is None else {g: by_group.get(g, frozenset()) for g in set(groups)}
+        return frozenset().union(*wanted.values())
 
     def stats(self, groups: Iterable[str] | None = None) -> dict[str, Any]:
         """Documents, chunks, last update (ISO), embedder, dim and the access groups seen.

@@ -42,11 +42,12 @@ CREATE TABLE IF NOT EXISTS {files} (
     chunk_ids TEXT NOT NULL,
     chunk_hashes TEXT NOT NULL,
     ingested_at TEXT NOT NULL,
-    path TEXT NOT NULL DEFAULT ''
+    path TEXT NOT NULL DEFAULT '',
+    languages TEXT
 );
 CREATE TABLE IF NOT EXISTS {meta} (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
-_COLUMNS = "source, content_hash, size, groups, chunk_ids, chunk_hashes, ingested_at, path"
+_COLUMNS = "source, content_hash, size, groups, chunk_ids, chunk_hashes, ingested_at, path, languages"
 
 WAITING = "another process is writing this knowledge base (%s): waiting for it to finish"
 
@@ -62,7 +63,9 @@ def now_iso() -> str:
 @dataclass
 class FileRecord:
     """One ingested file; ``chunk_ids[i]`` has hash ``chunk_hashes[i]``; ``path`` is the absolute file path
-    it was read from (sources are relative to their root, so pruning needs where they came from)."""
+    it was read from (sources are relative to their root, so pruning needs where they came from);
+    ``languages`` the languages its passages are written in (``stores.knowledge.languages``), None when
+    it was recorded before the manifest kept them (unknown: see ``KnowledgeBase.languages``)."""
 
     source: str
     content_hash: str
@@ -72,6 +75,7 @@ class FileRecord:
     chunk_hashes: list[str] = field(default_factory=list)
     ingested_at: str = ""
     path: str = ""
+    languages: list[str] | None = None
 
     def hashes(self) -> dict[str, str]:
         return dict(zip(self.chunk_ids, self.chunk_hashes, strict=True))
@@ -87,7 +91,12 @@ def _record(row: Any) -> FileRecord:
         chunk_hashes=json.loads(row["chunk_hashes"]),
         ingested_at=row["ingested_at"],
         path=row["path"],
+        languages=_languages(row["languages"]),
     )
+
+
+def _languages(stored: str | None) -> list[str] | None:
+    return None if stored is None else json.loads(stored)
 
 
 class Manifest:
@@ -129,6 +138,14 @@ class Manifest:
             for statement in _SCHEMA.format(files=self.files, meta=self.meta_table).split(";"):
                 if statement.strip():
                     db.execute(statement)
+            self._add_languages_column(db)
+
+    def _add_languages_column(self, db: Any) -> None:
+        """A ledger from before languages were recorded gets the column, NULL (unknown) in every row."""
+        if self.shared:
+            db.execute(f"ALTER TABLE {self.files} ADD COLUMN IF NOT EXISTS languages TEXT")
+        elif "languages" not in {row[1] for row in db.execute(f"PRAGMA table_info({self.files})")}:
+            db.execute(f"ALTER TABLE {self.files} ADD COLUMN languages TEXT")
 
     def _sql(self, sql: str) -> str:
         return sql.format(files=self.files, meta=self.meta_table).replace("?", self.mark)
@@ -261,13 +278,14 @@ class Manifest:
                     json.dumps(record.chunk_hashes),
                     record.ingested_at,
                     record.path,
+                    None if record.languages is None else json.dumps(sorted(record.languages)),
                 )
             )
         gone = [(source,) for source in removes]
         self._check_lock()
         with self._connect() as db:
             upsert = (
-                f"INSERT INTO {{files}} ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (source) DO UPDATE "
+                f"INSERT INTO {{files}} ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (source) DO UPDATE "
                 "SET " + ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS.split(", ")[1:])
             )
             if rows:
@@ -294,6 +312,11 @@ class Manifest:
 
     def chunk_ids(self) -> set[str]:
         return {cid for record in self.records().values() for cid in record.chunk_ids}
+
+    def languages_by_groups(self) -> list[tuple[list[str], list[str] | None]]:
+        """Each file's (groups, languages), languages None where unknown: two short columns, no chunk ids."""
+        rows = self._read("SELECT groups, languages FROM {files}")
+        return [(json.loads(row["groups"]), _languages(row["languages"])) for row in rows]
 
     # -- meta ------------------------------------------------------------------------------------
     _SET_META = "INSERT INTO {meta} VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value"
