@@ -57,7 +57,7 @@ _EN_SMALL_NUM = (
 _COMPOSITES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(rf"开\s*(?P<n>{_NUMERAL})\s*次(?:方根?|根号)"), "root"),
     (re.compile(rf"的?\s*(?P<n>{_NUMERAL})\s*次(?:方|幂)(?P<root>根)?"), "power"),
-    (re.compile(r"的?\s*平方根|开\s*平方|开\s*根号|开方"), "sqrt"),
+    (re.compile(r"的?\s*(?:算术)?平方根|开\s*平方|开\s*根号|开方"), "sqrt"),
     (re.compile(r"的?\s*立方根|开\s*立方"), "cbrt"),
     (re.compile(r"的?\s*平方(?![米根公千厘分])"), "square"),
     (re.compile(r"的?\s*立方(?![米根厘分])"), "cube"),
@@ -68,6 +68,7 @@ _COMPOSITES: list[tuple[re.Pattern[str], str]] = [
         "discount",
     ),
     (re.compile(rf"的\s*(?P<n>{_NUMERAL})\s*倍"), "times"),
+    (re.compile(r"的\s*(?P<n>[一二两三四五六七八九]|\d)\s*成(?![本功为立员果绩交])"), "tenths"),
     (
         re.compile(
             rf"(?P<d>\d+|[一二两三四五六七八九十千万][零〇一二两三四五六七八九十百千万]*)\s*分之\s*(?P<n>{_NUMERAL})"
@@ -156,7 +157,8 @@ _WORDS: list[tuple[str, str, object]] = [
         r"(?<![以了外])除(?![以了非外夕去草湿尘名此])|"
         r"\b(?:factorial|logarithm|log|ln|sin|cos|tan|sine|cosine|tangent|average|mean|median|remainder|"
         r"absolute|round(?:ed)?|gcd|lcm|derivative|integral|solve|equation|half|twice|double|triple|"
-        r"quarter|percentage|what\s+percent)\b",
+        r"quarter|percentage|what\s+percent|binary|hex(?:adecimal)?|octal|rounded|decimal\s+places?|"
+        r"fraction|scientific\s+notation)\b|二进制|八进制|十六进制|保留.{0,4}位|取整|分数形式|科学计数",
         UNKNOWN,
         None,
     ),
@@ -240,6 +242,8 @@ def _composite(kind: str, match: re.Match[str], start: int, end: int) -> Token |
         return None
     if kind == "times":
         return Token(POST, start, end, text, ("mul", n))
+    if kind == "tenths":  # 三成: three tenths
+        return Token(POST, start, end, text, ("mul", n / 10))
     if kind == "root_of":
         return Token(PRE, start, end, text, ("root", n))
     root = kind == "root" or match.groupdict().get("root")
@@ -311,6 +315,10 @@ def _meant(tokens: list[Token]) -> list[Token]:
             token = Token(UNKNOWN, token.start, token.end, token.text)  # "x + 3 = 5": an equation to solve
         if token.kind == NEG and (after is None or after.kind not in (NUM, LPAREN)):
             continue  # 负责, 负载: not a sign
+        if token.text.lower() == "times" and before is not None and before.kind in (CHAIN, SEP):
+            between = (
+                after is not None and after.kind in _RIGHT_OPERAND
+            )  # "…, then times 2": the result times 2
         if token.kind == OP and _AMBIGUOUS.fullmatch(token.text) and not between:
             token = Token(TEXT, token.start, token.end, token.text)
         kept.append(token)

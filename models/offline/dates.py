@@ -44,6 +44,7 @@ class DayReference:
     end: int
     text: str
     args: dict[str, Any]
+    anchor: bool = False  # "下个月的今天", "明年今天": today as where the counting starts, not a day asked
 
 
 @dataclass
@@ -63,11 +64,9 @@ class DateReading:
     def arguments(self) -> list[dict[str, Any]]:
         """The distinct ``get_current_date`` arguments of the days asked about, in order (today alone: one ``{}``)."""
         out: list[dict[str, Any]] = []
-        for args in [d.args for d in self.days] or [{}]:
+        for args in [d.args for d in self.days if not d.anchor] or [{}]:
             if args not in out:
                 out.append(args)
-        if len(out) > 1 and {} in out:
-            out.remove({})  # "下个月的今天": today is where the counting starts, not a day asked about
         return out
 
 
@@ -264,7 +263,8 @@ _DATE_WORD = re.compile(r"日期|\bdate\b", re.IGNORECASE)
 _COUNTS = re.compile(r"(?:多少|几)天|\bhow\s+many\s+days\b", re.IGNORECASE)
 # Left after the day references and question words are taken out: a word still naming a day or a time.
 _DAY_WORDS = re.compile(
-    r"[上下这本]?个?周末|(?:[上下这本]个?)?月[底初末]|(?:[今明去]年)?年[底初末]|农历|阴历|初[一二三四五六七八九十]|廿[一二三四五六七八九]?|春节|中秋|端午|元宵|清明|国庆|元旦|除夕|圣诞|七夕|重阳|"
+    r"最后一天|第一天|[上下这本]?个?周末|半\s*个?\s*(?:月|年|天|小时|钟头)|"
+    r"(?:天|日|周|星期|礼拜|月|年)\s*(?:以后|之后|后|以前|之前|前)|(?:[上下这本]个?)?月[底初末]|(?:[今明去]年)?年[底初末]|农历|阴历|初[一二三四五六七八九十]|廿[一二三四五六七八九]?|春节|中秋|端午|元宵|清明|国庆|元旦|除夕|圣诞|七夕|重阳|"
     r"劳动节|儿童节|情人节|教师节|母亲节|父亲节|感恩节|万圣节|复活节|节日|节假日|假期|假日|放假|工作日|周末|月底|月初|月末|年底|年初|年末|上旬|中旬|下旬|小时|分钟|"
     r"[上下]午|晚上|早上|凌晨|半夜|中午|傍晚|半年|半个月|生日|纪念日|"
     r"(?:周|星期|礼拜)[一二三四五六日天]|[上下这本]个?(?:周|星期|礼拜|月)|"
@@ -279,6 +279,15 @@ _DAY_WORDS = re.compile(
 _ONLY_A_DAY = re.compile(
     r"[\s?？!！。.,，呢吗呀啊是的]*|[\s?？!！。.,，]*(?:and|what\s+about|how\s+about)?[\s?？!！。.,，]*", re.I
 )
+
+
+def _as_anchor(day: DayReference, days: list[DayReference], text: str) -> DayReference:
+    """Today named right after another day ("下个月的今天", "this day next year" aside) only anchors it."""
+    if day.args or not any(
+        other.end <= day.start and not text[other.end : day.start].strip(" 的") for other in days
+    ):
+        return day
+    return DayReference(day.start, day.end, day.text, day.args, anchor=True)
 
 
 def read_dates(text: str) -> DateReading:
@@ -298,6 +307,7 @@ def read_dates(text: str) -> DateReading:
                 days.append(DayReference(match.start(), match.end(), match.group(0).strip(), args))
             masked = masked[: match.start()] + " " * (match.end() - match.start()) + masked[match.end() :]
     days.sort(key=lambda d: d.start)
+    days = [_as_anchor(d, days, text) for d in days]
     rest = _DATE_WORD.sub(" ", _ASKS.sub(" ", masked))
     named = bool(days) or bool(unread)
     asks = bool(_ASKS.search(text)) or (

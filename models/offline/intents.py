@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from models.offline.calculation import RESULT, Calculation, read_calculation
+from models.offline.calculation_words import normalized
 from models.offline.dates import DateReading, read_dates
 from models.tokens import has_cjk
 
@@ -145,7 +146,13 @@ def _relative(days: int, zh: bool) -> str:
 def _describe_day(args: dict[str, Any], info: dict[str, Any], question: str, zh: bool) -> str:
     """One sentence for another day: the words the user named it by, its date and weekday, and how far off."""
     reading = read_dates(question)
-    label = next((d.text for d in reading.days if d.args == args), "")
+    named = [i for i, d in enumerate(reading.days) if d.args == args and not d.anchor]
+    label = ""
+    if named:
+        day = reading.days[named[0]]
+        after = reading.days[named[0] + 1] if named[0] + 1 < len(reading.days) else None
+        end = after.end if after is not None and after.anchor else day.end  # "下个月的今天", not "下个月"
+        label = normalized(question)[day.start : end].strip()
     days = int(info["days_from_today"])
     if reading.counts_days:
         if zh:

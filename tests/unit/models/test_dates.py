@@ -63,6 +63,8 @@ def test_a_day_named_in_either_language_becomes_the_date_tool_s_arguments(questi
         ("what date was last Friday", "Friday"),  # the one two days ago, or last week's?
         ("what day is Easter next year", "Easter"),
         ("how many days until my birthday", "birthday"),
+        ("一个半月后是几号", "半月"),  # an offset the rules cannot count is no reason to give today
+        ("下个月最后一天是几号", "最后一天"),
     ],
 )
 def test_a_day_the_rules_cannot_work_out_is_declined_never_answered_with_today(
@@ -125,3 +127,9 @@ def test_counting_days_answers_with_the_count() -> None:
 def test_a_guess_about_a_named_day_is_answered_with_that_day() -> None:
     assert read_dates("今天是周日吗").arguments() == [{}]
     assert read_dates("is tomorrow a Monday?").arguments() == [{"days": 1}]
+
+
+def test_today_named_as_an_anchor_is_not_asked_about_but_listed_it_is() -> None:
+    assert read_dates("下个月的今天是星期几").arguments() == [{"months": 1}]
+    assert read_dates("今天和明天分别几号").arguments() == [{}, {"days": 1}]
+    assert "下个月的今天是 2027-01-06" in _answer("下个月的今天是星期几")

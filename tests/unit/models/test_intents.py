@@ -110,6 +110,8 @@ def test_the_calculations_once_answered_in_part_are_computed_whole(text: str, va
         ("三分之一加三分之二", "1"),
         ("负五加三", "-2"),
         ("1.2 亿加 0.8 亿", "200000000"),
+        ("三百块钱的七成是多少", "210"),
+        ("求 196 的算术平方根", "14"),
     ],
 )
 def test_numbers_in_words_percentages_roots_and_powers_are_read(text: str, value: str) -> None:
@@ -128,6 +130,8 @@ def test_numbers_in_words_percentages_roots_and_powers_are_read(text: str, value
         "x + 3 = 5",  # an equation
         "then add 5",  # a result that does not exist
         "先算 4 的平方，然后求它的平均数",
+        "what is 6 + 6 in binary",  # a form of the result it cannot give
+        "22 除以 7 保留三位小数",
     ],
 )
 def test_a_calculation_with_a_number_or_operator_left_over_is_declined(text: str) -> None:
@@ -188,6 +192,7 @@ def test_plan_steps_chain_in_chinese() -> None:
         ("16 的平方根，然后再开平方", "2"),
         ("add 3 and 5, then multiply by 2", "16"),
         ("subtract 3 from 10 and then take the square root of the result", "2.64575131106459"),
+        ("50 minus 15 then times 3", "105"),
     ],
 )
 def test_a_chained_request_computes_each_step_from_the_previous_result(question: str, value: str) -> None:
