@@ -79,6 +79,9 @@ class Context:
     timezone: str | None = _knob("IANA time zone for dates, e.g. Asia/Shanghai.")
     rewrite_query: bool | None = _knob("Rewrite follow-up questions into standalone queries.")
     decompose_query: bool | None = _knob("Split complex questions into sub-queries.")
+    cross_language: bool | None = _knob(
+        "Also search the question in the knowledge base's other language (one model call; off saves it)."
+    )
     user_id: str | None = _knob(
         "Who is asking, for in-process runs and unauthenticated development servers; a token decides it otherwise."
     )
@@ -107,6 +110,7 @@ _KNOB_TYPES = {
     "top_k": int,
     "rewrite_query": bool,
     "decompose_query": bool,
+    "cross_language": bool,
 }
 _OPERATOR_ONLY = set(Settings.model_fields) - set(_KNOBS)
 

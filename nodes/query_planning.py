@@ -1,4 +1,5 @@
-"""Query planning: rewrite a follow-up into a standalone query, split a complex one into sub-queries.
+"""Query planning: rewrite a follow-up into a standalone query, split a complex one into sub-queries, and
+ask for the query in the knowledge base's other language (cross-language search).
 
 The configured model does the rewriting, every step falls back to
 the user's question on timeout, error, empty or malformed output, and the planned queries are only
@@ -8,8 +9,9 @@ ever used to *search* - the answer is generated for ``QueryPlan.original``.
 from __future__ import annotations
 
 import contextvars
+import json
 import logging
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Collection, Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +27,7 @@ from nodes.conversation import language
 from nodes.node_io import IO, run_steps
 from stores.base import Passage
 from stores.fusion import rrf
+from stores.knowledge.languages import LANGUAGES, languages_in, written_in
 
 log = logging.getLogger(__name__)
 
@@ -37,18 +40,22 @@ REWRITE_INPUT = {
     "en": "<recent_conversation>\n{history}\n</recent_conversation>\n\nFollow-up: {question}",
 }
 DECOMPOSE_INPUT = {"zh": "问题：{question}", "en": "Question: {question}"}
+TRANSLATE_INPUT = DECOMPOSE_INPUT
+TRANSLATION_GROWTH = 4  # a translation may be this many times the question's length (zh -> en grows ~3x)
 ROLE = {"zh": {"human": "用户", "ai": "助手"}, "en": {"human": "User", "ai": "Assistant"}}
 
 
 @dataclass(frozen=True)
 class QueryPlan:
-    """What to search for this turn; ``fallbacks`` holds ``"<step>:<reason>"`` for each step that fell back."""
+    """What to search for this turn; ``fallbacks`` holds ``"<step>:<reason>"`` for each step that fell back;
+    ``translated`` the query in each other language of the knowledge base (also among ``sub_queries``)."""
 
     original: str
     standalone: str
     sub_queries: list[str]
     model_calls: int = 0
     fallbacks: list[str] = field(default_factory=list)
+    translated: dict[str, str] = field(default_factory=dict)
 
 
 class _Fallback(Exception):
@@ -102,19 +109,30 @@ def _clean(query: Any) -> str:
 
 
 def _rewrite(
-    question: str, turns: list[BaseMessage], model: BaseChatModel, lang: str, timeout: float
+    question: str,
+    turns: list[BaseMessage],
+    model: BaseChatModel,
+    lang: str,
+    timeout: float,
+    targets: list[str],
 ) -> Planning:
+    """The rewrite call's JSON object; with ``targets``, the same call also asks for the translations."""
     roles = ROLE[lang]
     history = "\n".join(
         f"{roles['human'] if isinstance(m, HumanMessage) else roles['ai']}: {m.text.strip()[:HISTORY_CHARS]}"
         for m in turns
     )
-    parsed = yield from _ask(
-        model,
-        prompts.REWRITE_PROMPT[lang],
-        REWRITE_INPUT[lang].format(history=history, question=question),
-        timeout,
-    )
+    system = prompts.REWRITE_PROMPT[lang]
+    if targets:
+        system = prompts.REWRITE_TRANSLATE_PROMPT[lang].format(
+            names=_names(lang, targets), shape=_shape(lang, targets, with_query=True)
+        )
+    user = REWRITE_INPUT[lang].format(history=history, question=question)
+    return (yield from _ask(model, system, user, timeout))
+
+
+def _rewritten(parsed: dict[str, Any], question: str) -> str:
+    """The standalone query of a rewrite reply, or :class:`_Fallback`."""
     if "query" not in parsed or not isinstance(parsed["query"], str):
         raise _Fallback("malformed", "no 'query' string")
     query = _clean(parsed["query"])
@@ -123,6 +141,68 @@ def _rewrite(
     if len(query) > max(MAX_QUERY_CHARS, 2 * len(question)):
         raise _Fallback("too_long", f"query of {len(query)} characters")
     return query
+
+
+def translation_targets(question: str, languages: Collection[str]) -> list[str]:
+    """The knowledge base's ``languages`` the question is not written in, each to search a translation in.
+
+    A question written in one language needs the others; a mixed one ("线程 stored where?") is written
+    whole in none, so it gets a version in each; one without letters (digits, emoji) is searched as it is.
+    """
+    if not languages_in(question):
+        return []
+    own = written_in(question)
+    return [lang for lang in LANGUAGES if lang in languages and lang != own]
+
+
+def _names(lang: str, targets: list[str]) -> str:
+    return prompts.NAMES_JOINED[lang].join(prompts.LANGUAGE_NAMES[lang][t] for t in targets)
+
+
+def _shape(lang: str, targets: list[str], *, with_query: bool) -> str:
+    """The JSON the model is asked for, with a placeholder for each value."""
+    names = prompts.LANGUAGE_NAMES[lang]
+    translations = {t: prompts.TRANSLATION_PLACEHOLDER[lang].format(name=names[t]) for t in targets}
+    shape: dict[str, Any] = {"query": prompts.QUERY_PLACEHOLDER[lang]} if with_query else {}
+    return json.dumps({**shape, "translations": translations}, ensure_ascii=False)
+
+
+def _translate(
+    question: str, model: BaseChatModel, lang: str, targets: list[str], timeout: float
+) -> Planning:
+    system = prompts.TRANSLATE_PROMPT[lang].format(
+        names=_names(lang, targets), shape=_shape(lang, targets, with_query=False)
+    )
+    return (yield from _ask(model, system, TRANSLATE_INPUT[lang].format(question=question), timeout))
+
+
+def _translations(parsed: dict[str, Any], targets: list[str], source: str) -> dict[str, str]:
+    """The usable translation of ``source`` per target language, or :class:`_Fallback` when there is none.
+
+    Usable: a string, not blank, not ``source`` again, not a paragraph, and written (at least partly) in
+    the language asked for. A model that puts them at the top level instead of under "translations" is
+    understood too.
+    """
+    raw = parsed.get("translations", parsed)
+    if not isinstance(raw, dict):
+        raise _Fallback("malformed", "'translations' is not an object")
+    usable: dict[str, str] = {}
+    reasons: list[_Fallback] = []
+    for target in targets:
+        text = _clean(raw.get(target))
+        if not text:
+            reasons.append(_Fallback("malformed" if target not in raw else "empty", f"no {target!r} string"))
+        elif len(text) > max(MAX_QUERY_CHARS, TRANSLATION_GROWTH * len(source)):
+            reasons.append(_Fallback("too_long", f"{target} query of {len(text)} characters"))
+        elif _same_query(text) == _same_query(source):
+            reasons.append(_Fallback("unchanged", f"{target} query is the question"))
+        elif target not in languages_in(text):
+            reasons.append(_Fallback("wrong_language", f"{target} query {text[:60]!r}"))
+        else:
+            usable[target] = text
+    if not usable:
+        raise reasons[0]
+    return usable
 
 
 def _same_query(text: str) -> str:
@@ -180,13 +260,16 @@ def planned_queries(
     max_sub_queries: int = 4,
     timeout: float = 20.0,
     rewrite_alone: bool = False,
+    languages: Collection[str] = (),
 ) -> Planning:
     """Plan the searches for ``question``: never raises, at worst searches for the question itself.
 
     The rewrite runs when there are earlier turns to resolve the question against, or with ``rewrite_alone``
     also for a question on its own (the evaluation's ``hybrid+rewrite``: a search query in place of the
-    question). A generator of its model calls, for a node body to ``yield from``; :func:`plan_queries` runs
-    it blocking.
+    question). ``languages`` are those the knowledge base holds (for this caller): in each the question is
+    not written in (:func:`translation_targets`), the query is also searched, translated in the rewrite's
+    call when a rewrite runs, else in a call of its own, and appended to the sub-queries (fused by RRF).
+    A generator of its model calls, for a node body to ``yield from``; :func:`plan_queries` runs it blocking.
     """
     question = question.strip()
     if not follows_instructions(model) or not question:
@@ -195,23 +278,51 @@ def planned_queries(
     calls = 0
     fallbacks: list[str] = []
     standalone = question
+    translated: dict[str, str] = {}
+    targets = translation_targets(question, languages)
+
+    def fell_back(step: str, exc: _Fallback) -> None:
+        fallbacks.append(f"{step}:{exc.reason}")
+        log.warning("query %s fell back (%s)", step, exc)
+
     turns = _recent_turns(question, history) if rewrite else []
     if turns or rewrite_alone:
         calls += 1
         try:
-            standalone = yield from _rewrite(question, turns, model, lang, timeout)
+            parsed = yield from _rewrite(question, turns, model, lang, timeout, targets)
         except _Fallback as exc:
-            fallbacks.append(f"rewrite:{exc.reason}")
-            log.warning("query rewrite fell back to the question (%s)", exc)
+            for step in ("rewrite", "translate") if targets else ("rewrite",):
+                fell_back(step, exc)
+        else:
+            try:
+                standalone = _rewritten(parsed, question)
+            except _Fallback as exc:
+                fell_back("rewrite", exc)
+            if targets:
+                try:
+                    translated = _translations(parsed, targets, standalone)
+                except _Fallback as exc:
+                    fell_back("translate", exc)
+    elif targets:
+        calls += 1
+        try:
+            parsed = yield from _translate(question, model, lang, targets, timeout)
+            translated = _translations(parsed, targets, question)
+        except _Fallback as exc:
+            fell_back("translate", exc)
     sub_queries = [standalone]
     if decompose and max_sub_queries > 1:
         calls += 1
         try:
             sub_queries = yield from _decompose(standalone, model, lang, max_sub_queries, timeout)
         except _Fallback as exc:
-            fallbacks.append(f"decompose:{exc.reason}")
-            log.warning("query decomposition fell back to one query (%s)", exc)
-    return QueryPlan(question, standalone, sub_queries, calls, fallbacks)
+            fell_back("decompose", exc)
+    seen = {_same_query(q) for q in sub_queries}
+    for query in translated.values():
+        if _same_query(query) not in seen:
+            seen.add(_same_query(query))
+            sub_queries.append(query)
+    return QueryPlan(question, standalone, sub_queries, calls, fallbacks, translated)
 
 
 def retrieve_planned(

@@ -2,7 +2,9 @@
 
 The search runs for the user's identity and groups from the run's context. A follow-up question is first
 rewritten into a standalone query (and optionally decomposed) through the configured model, with a
-fall-back to the original question; the answer is still generated for the original question.
+fall-back to the original question; with cross-language search on, the model also gives the query in each
+language of the knowledge base the question is not written in, and both are searched and fused. The
+answer is still generated for the original question.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langgraph.runtime import Runtime
 
-from models import ChatModelFactory, get_chat_model
+from models import ChatModelFactory, follows_instructions, get_chat_model
 from models.rerank import cut_below, reranker_from_setting
 from nodes.context import Context, run_settings
 from nodes.conversation import current_question, last_human_index
@@ -24,7 +26,7 @@ from nodes.query_planning import planned_queries, retrieve_planned
 from nodes.retrieval_gate import needs_retrieval
 from nodes.settings import Settings
 from nodes.state import State
-from stores.base import Passage, PassageSearch
+from stores.base import KnowsLanguages, Passage, PassageSearch
 from stores.feedback import downweight
 
 log = logging.getLogger("kb_agent.retrieve")
@@ -101,9 +103,22 @@ def make_retrieve(
         history = state.messages[: max(0, last_human_index(state.messages))]
         chat = model if model is not None else (None if ctx.uses_offline_model else chat_models(ctx))
 
+        # Only a model that follows instructions is asked for a translation, and only a knowledge base
+        # that knows its languages says which: the offline model and other searches never pay the read.
+        languages: frozenset[str] = frozenset()
+        if ctx.cross_language and isinstance(kb, KnowsLanguages) and follows_instructions(chat):
+            try:
+                languages = yield IO(lambda: kb.languages(groups))
+            except Exception:  # an optional step: the search below says what is wrong, if anything is
+                log.warning("the knowledge base's languages are unknown; no cross-language query", exc_info=True)
         # The rewrite and decomposition calls are awaited under ainvoke; the rest is blocking work.
         plan = yield from planned_queries(
-            question, history, chat, rewrite=ctx.rewrite_query, decompose=ctx.decompose_query
+            question,
+            history,
+            chat,
+            rewrite=ctx.rewrite_query,
+            decompose=ctx.decompose_query,
+            languages=languages,
         )
 
         def find() -> list[Passage]:
@@ -124,9 +139,10 @@ def make_retrieve(
 
         passages = yield IO(find)
         log.info(
-            "node=retrieve user=%s queries=%d model_calls=%d fallbacks=%s passages=%d",
+            "node=retrieve user=%s queries=%d translated=%s model_calls=%d fallbacks=%s passages=%d",
             ctx.user_id,
             len(plan.sub_queries),
+            ",".join(plan.translated) or "-",
             plan.model_calls,
             plan.fallbacks,
             len(passages),

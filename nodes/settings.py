@@ -307,6 +307,10 @@ class Settings(BaseSettings):
         RETRIEVAL, False,
         'Split complex questions into up to 4 sub-queries (model calls).',
     )
+    cross_language: bool = _setting(
+        RETRIEVAL, True,
+        "With a model: also search the question in the knowledge base's other language (zh / en, known from ingest), fused with the original; asked in the rewrite's call when one runs, else one call.",
+    )
     reranker: str = _setting(
         RETRIEVAL, '',
         "Reranker: empty (off), 'llm', or the URL of a /rerank endpoint.",
@@ -655,6 +659,7 @@ PER_RUN: dict[str, str] = {
     "timezone": "any IANA zone",
     "rewrite_query": "on/off",
     "decompose_query": "on/off",
+    "cross_language": "on/off",
     "user_id": "unauthenticated dev only",
 }
 
