@@ -2,7 +2,9 @@
 
 "知识库里有多少文档？" → ``knowledge_stats``; "搜一下…有没有 RAG 相关文档，有的话整理成摘要" → ``search_knowledge``
 then (only if something was found) ``generate_summary``; "刚才那个回答不太准确" → ``submit_feedback(bad)``.
-Questions answered by retrieved passages are answered by quoting them with their citations.
+A question for the documents (``models.offline.questions``) is answered by quoting the retrieved passages
+with their citations, framed by ``models.extractive``; with none in the request it is searched first, so
+"nothing found" is only ever said of a search that returned nothing.
 """
 
 from __future__ import annotations
@@ -14,10 +16,10 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
-from models.extractive import RELEVANCE_CUT, answer_from_passages, passage_words, relevance, summary_head
+from models.extractive import answer_from_passages, nothing_found, summary_head
 from models.offline.intents import Step
 from models.offline.numbers import zh_number
-from models.tokens import has_cjk
+from models.offline.questions import asks_the_documents
 from stores.text_analysis import tokenize
 
 # A question about how many documents there are: a count word near a document noun, in either order, or the
@@ -79,6 +81,7 @@ _TOPIC_PATTERNS = [
     ),
 ]
 _FILLER = re.compile(r"知识库(?:里|中)?|一下|请|帮我|给我|\bthe knowledge base\b|\bplease\b", re.IGNORECASE)
+_EMPTY_KB_ZH = "知识库是空的：还没有导入任何文档（kb-agent ingest 路径）。"
 _PASSAGE_BLOCK = re.compile(r"<(检索资料|retrieved_passages)[^>]*>\n(.*?)\n</\1>", re.S)
 _PASSAGE_LINE = re.compile(r"^\[([^\]\n]+)\] (?:⟨([^⟩\n]*)⟩ )?(.*?)(?=\n\[[^\]\n]+\] |\Z)", re.M | re.S)
 
@@ -154,29 +157,13 @@ def describe_kb_result(tool: str, content: str, zh: bool, question: str) -> str 
     except ValueError:
         data = None
     if tool == "search_knowledge":
-        passages = data.get("passages", []) if isinstance(data, dict) else []
+        if not isinstance(data, dict):  # the tool's own sentence ("nothing has been ingested yet")
+            return _EMPTY_KB_ZH if zh and "nothing has been ingested" in content else content
+        passages = data.get("passages") or []
         if not passages:
-            return "知识库中没有找到相关资料。" if zh else "The knowledge base has nothing on this."
-        ids = (
-            "、".join(f"[{p['id']}]" for p in passages) if zh else ", ".join(f"[{p['id']}]" for p in passages)
-        )
-        # The same test as for passages retrieved before the model: a hit that shares under half of what
-        # was searched for is not quoted as the answer (a lone hit scores 1.0 whatever it says).
-        query = str(data.get("query") or question)
-        relevant = [p for p in passages if relevance(query, passage_words(p)) >= RELEVANCE_CUT]
-        if not relevant:
-            if zh:
-                return f"搜索找到 {len(passages)} 段资料（{ids}），但都与「{query}」关系不大，不能作为答案。"
-            return f"The search found {len(passages)} passages ({ids}), but none is about '{query}', so none answers it."
-        ids = (
-            "、".join(f"[{p['id']}]" for p in relevant) if zh else ", ".join(f"[{p['id']}]" for p in relevant)
-        )
-        head = (
-            f"找到 {len(relevant)} 段相关资料：{ids}。"
-            if zh
-            else f"Found {len(relevant)} relevant passage{'s' if len(relevant) > 1 else ''}: {ids}."
-        )
-        return head + "\n" + answer_from_passages(query, relevant)
+            return nothing_found(zh)
+        # A search request is framed by what was searched for ("RAG"), not by its wording ("搜一下…").
+        return answer_from_passages(str(data.get("query") or question), passages)
     if tool == "generate_summary" and isinstance(data, dict):
         return _summary_text(data, zh)
     if tool == "knowledge_stats" and isinstance(data, dict):
@@ -232,20 +219,20 @@ def passages_in_prompt(messages: Sequence[BaseMessage]) -> list[dict[str, str]]:
 
 
 def knowledge_reply(question: str, messages: Sequence[BaseMessage], tools: set[str]) -> str | None:
-    """Answer from retrieved passages, or say the knowledge base has nothing; None for what is not a
-    question ("Book me a flight", "以后叫我老王"): "nothing in the knowledge base" would be true but would
-    hide that the request was not understood, which the capabilities reply says instead."""
-    from models.offline.memory_intents import is_question
-
+    """The answer to a question for the documents from the passages retrieved for it; None for a request
+    that is not one ("帮我写首诗", "what should I do"), which the capabilities reply answers instead, and
+    for a question with no passages in the request (:func:`search_first` searches it first)."""
     passages = passages_in_prompt(messages)
-    if passages:
-        return answer_from_passages(question, passages, cut=RELEVANCE_CUT)
-    if "search_knowledge" in tools and tokenize(question) and is_question(question):
-        zh = has_cjk(question)
-        return (
-            "知识库中没有找到与这个问题相关的资料。可以换个说法再问，或先用 kb-agent ingest 导入文档。"
-            if zh
-            else "The knowledge base has nothing relevant to this question. Try other words, or ingest documents "
-            "first (kb-agent ingest PATH)."
-        )
-    return None
+    if not passages or not asks_the_documents(question, passages):
+        return None  # without passages: searched first, or no search tool (the capabilities reply says so)
+    return answer_from_passages(question, passages)
+
+
+def search_first(question: str, messages: Sequence[BaseMessage], tools: set[str]) -> list[Step] | None:
+    """A search for a question for the documents that reached the model without passages (retrieval was
+    skipped or found nothing): only after the search has run may the answer say what it found."""
+    if "search_knowledge" not in tools or passages_in_prompt(messages):
+        return None
+    if not asks_the_documents(question):
+        return None
+    return [Step("search_knowledge", {"query": question.strip()[:1000]})]

@@ -76,6 +76,9 @@ class OfflineChatModel(LocalChatModel):
             expression = earlier_calculation(question, messages)
             if expression is not None:
                 rounds = [[intents.Step("calculator", {"expression": expression})]]
+        if not rounds and kb_steps is None and self._reply(question, messages, names) is None:
+            # A question for the documents that came without passages is searched before it is answered.
+            rounds = intents.rounds_of(kb_intents.search_first(question, messages, names) or [])
 
         executed: list[tuple[str, dict[str, Any], str, str]] = []
         last_calc: str | None = None
@@ -111,12 +114,18 @@ class OfflineChatModel(LocalChatModel):
             return self._message("", tool_calls=calls, messages=sent)
         if executed:
             return self._message(self._compose(question, executed), messages=sent)
-        reply = (
+        reply = self._reply(question, messages, names) or kb_intents.knowledge_reply(question, messages, names)
+        return self._message(reply or intents.capabilities_reply(question, names), messages=sent)
+
+    @staticmethod
+    def _reply(question: str, messages: Sequence[BaseMessage], names: set[str]) -> str | None:
+        """A final answer some rule gives without a tool, before the documents are asked; None when none
+        does (a tool that is not offered, a memory question or statement, what could not be computed)."""
+        return (
             tool_intents.unavailable_reply(question, names)
             or memory_intents.memory_reply(question, messages, names)
-            or kb_intents.knowledge_reply(question, messages, names)
+            or intents.unread_reply(question, names)
         )
-        return self._message(reply or intents.capabilities_reply(question, names), messages=sent)
 
     @staticmethod
     def _compose(question: str, executed: list[tuple[str, dict[str, Any], str, str]]) -> str:

@@ -84,12 +84,93 @@ def test_a_request_no_rule_understands_is_told_what_the_model_can_do(request_tex
     assert ("remember" in reply and "documents" in reply) or ("记住" in reply and "知识库" in reply)
 
 
-@pytest.mark.parametrize("question", ["What is our travel policy?", "差旅报销的标准是什么", "公司有年假吗"])
-def test_a_question_with_nothing_found_says_the_knowledge_base_has_nothing(question: str) -> None:
-    from models.offline.kb_intents import knowledge_reply
+def _with_passages(question: str, *passages: dict) -> list:
+    """The request as the graph lays it out: the question, then the retrieved passages' block."""
+    from nodes.prompts import turn_context
+    from stores.text_analysis import has_cjk
 
-    reply = knowledge_reply(question, [], ALL_TOOLS)
-    assert reply is not None and ("nothing relevant" in reply or "没有找到" in reply)
+    return [HumanMessage(f"{question}\n\n{turn_context('zh' if has_cjk(question) else 'en', passages=list(passages))}")]
+
+
+def _decide(messages: list, tools: set[str] = ALL_TOOLS) -> AIMessage:
+    from models.offline import OfflineChatModel
+    from models.offline.request_reading import read_request
+
+    tool_defs = [{"type": "function", "function": {"name": n, "parameters": {"type": "object"}}} for n in tools]
+    return OfflineChatModel().decide(read_request(messages), tool_defs)
+
+
+THREADS_EN = {"id": "memory.md#1", "text": "Threads live in SQLite under the data directory, or in Postgres."}
+CHUNKS_EN = {"id": "knowledge-base.md#4", "text": "Documents are split into chunks of about 400 tokens."}
+LEAVE_ZH = {"id": "hr.md#0", "text": "员工每年享有十五天带薪年假。年假需提前三天在系统中申请。"}
+
+
+@pytest.mark.parametrize(
+    ("question", "passage"),
+    [("线程存在哪里？", THREADS_EN), ("文档切块一般多大", CHUNKS_EN), ("how many days of leave do I get?", LEAVE_ZH)],
+)
+def test_a_passage_in_the_other_language_is_quoted_as_it_is_and_said_to_be_in_that_language(
+    question: str, passage: dict
+) -> None:
+    reply = _decide(_with_passages(question, passage))
+    assert reply.tool_calls == [] and f"[{passage['id']}]" in reply.content
+    assert passage["text"].split("。")[0].split(",")[0] in reply.content
+    assert ("英文资料" in reply.content) or ("in Chinese" in reply.content)
+    assert "没有找到" not in reply.content and "has nothing" not in reply.content
+
+
+def test_a_passage_holding_the_subject_of_the_question_is_quoted_as_the_answer() -> None:
+    reply = _decide(_with_passages("年假需要提前几天申请？", LEAVE_ZH, CHUNKS_EN)).content
+    assert reply.startswith("根据知识库：") and "提前三天" in reply and "[hr.md#0]" in reply
+    assert "knowledge-base.md#4" not in reply  # a passage not about leave is no "see also"
+    english = _decide(_with_passages("Where do threads live?", THREADS_EN)).content
+    assert english.startswith("From the knowledge base:") and "[memory.md#1]" in english
+
+
+@pytest.mark.parametrize(
+    "question", ["What does an enterprise licence cost?", "公司的股票代码是多少", "who founded the company"]
+)
+def test_a_passage_without_the_subject_of_the_question_is_quoted_as_the_closest_not_as_the_answer(
+    question: str,
+) -> None:
+    reply = _decide(_with_passages(question, THREADS_EN, LEAVE_ZH)).content
+    assert "[memory.md#1]" in reply
+    assert ("最接近" in reply and "不一定" in reply) or ("closest" in reply and "may not answer" in reply)
+    assert "根据知识库" not in reply and "From the knowledge base" not in reply
+
+
+@pytest.mark.parametrize("question", ["What is our travel policy?", "差旅报销的标准是什么", "公司有年假吗"])
+def test_a_question_without_passages_is_searched_before_anything_is_said_about_the_knowledge_base(
+    question: str,
+) -> None:
+    from langchain_core.messages import ToolMessage
+
+    first = _decide([HumanMessage(question)])
+    assert [c["name"] for c in first.tool_calls] == ["search_knowledge"] and first.content == ""
+    empty = ToolMessage('{"query": "q", "passages": []}', tool_call_id=first.tool_calls[0]["id"])
+    final = _decide([HumanMessage(question), first, empty]).content
+    assert "nothing" in final or "没有找到" in final
+    found = ToolMessage(
+        '{"query": "q", "passages": [{"id": "memory.md#1", "text": "Threads live in SQLite."}]}',
+        tool_call_id=first.tool_calls[0]["id"],
+    )
+    answered = _decide([HumanMessage(question), first, found]).content
+    assert "[memory.md#1]" in answered and "nothing" not in answered and "没有找到" not in answered
+
+
+def test_without_a_search_tool_a_question_is_not_answered_with_nothing_found() -> None:
+    reply = _decide([HumanMessage("线程存在哪里？")], tools={"calculator"}).content
+    assert "没有找到" not in reply and "没能理解" in reply and "search_knowledge" not in reply
+    english = _decide([HumanMessage("where do threads live?")], tools={"calculator"}).content
+    assert "nothing" not in english and "questions about your documents" not in english
+
+
+@pytest.mark.parametrize("request_text", ["帮我写首诗", "translate this", "嗯", "给我讲个笑话", "make it shorter"])
+def test_a_request_not_understood_gets_no_quote_even_when_passages_came_back(request_text: str) -> None:
+    reply = _decide(_with_passages(request_text, THREADS_EN, LEAVE_ZH))
+    assert reply.tool_calls == [] and "[memory.md#1]" not in reply.content and "[hr.md#0]" not in reply.content
+    assert ("did not understand" in reply.content) or ("没能理解" in reply.content)
+    assert "knowledge base has" not in reply.content and "没有找到" not in reply.content
 
 
 def _search_result(query: str, *texts: str) -> str:
@@ -99,17 +180,17 @@ def _search_result(query: str, *texts: str) -> str:
     return json.dumps({"query": query, "passages": passages}, ensure_ascii=False)
 
 
-def test_a_search_hit_that_is_not_about_the_query_is_not_quoted_as_the_answer() -> None:
+def test_a_search_hit_that_is_not_about_the_query_is_quoted_as_the_closest_passage() -> None:
     from models.offline.kb_intents import describe_kb_result
 
     found = _search_result(
         "茅台 今天 股价", "员工出差需要提交发票。今天起新的标准生效。", "年假需提前三天申请。"
     )
     reply = describe_kb_result("search_knowledge", found, True, "帮我查一下茅台今天的股价")
-    assert reply is not None and "根据知识库" not in reply and "关系不大" in reply and "[doc0.md#0]" in reply
+    assert reply is not None and "根据知识库" not in reply and "最接近" in reply and "[doc0.md#0]" in reply
     found = _search_result("Apple stock price", "The travel policy starts today.")
     reply = describe_kb_result("search_knowledge", found, False, "look up Apple's stock price")
-    assert reply is not None and "From the knowledge base" not in reply and "none answers it" in reply
+    assert reply is not None and "From the knowledge base" not in reply and "may not answer" in reply
 
 
 def test_a_search_hit_about_the_query_is_quoted_with_its_citation() -> None:
@@ -119,7 +200,16 @@ def test_a_search_hit_about_the_query_is_quoted_with_its_citation() -> None:
         "年假 申请", "员工每年享有十五天带薪年假，需提前三天在系统中申请。", "出差要交发票。"
     )
     reply = describe_kb_result("search_knowledge", found, True, "搜一下年假怎么申请")
-    assert reply is not None and reply.startswith("找到 1 段相关资料：[doc0.md#0]") and "doc1" not in reply
+    assert reply is not None and reply.startswith("根据知识库：") and "[doc0.md#0]" in reply
+    assert "doc1" not in reply
+
+
+def test_a_search_of_an_empty_knowledge_base_says_nothing_has_been_ingested() -> None:
+    from models.offline.kb_intents import describe_kb_result
+
+    said = "The knowledge base is empty: nothing has been ingested yet (kb-agent ingest PATH)."
+    assert describe_kb_result("search_knowledge", said, False, "where do threads live?") == said
+    assert "还没有导入" in (describe_kb_result("search_knowledge", said, True, "线程存在哪里？") or "")
 
 
 @pytest.mark.parametrize(
