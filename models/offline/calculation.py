@@ -42,12 +42,25 @@ from models.offline.calculation_words import (
     TO,
     VERB,
     Token,
+    blank,
     lex,
     normalized,
 )
 from models.offline.numbers import shown
 
 RESULT = "{result}"  # in a step's expression: the previous step's result
+ARITHMETIC_SHARE = (
+    0.6  # as the retrieval gate's: less of the request than this, and it is not only a calculation
+)
+# Words that only ask for the calculation; what else a request says may make it a question of its own.
+_ASKING = re.compile(
+    r"计算|算一下|算算|算下|帮我算|帮忙算|帮我|帮忙|请问|请|麻烦|告诉我|等于|是多少|得多少|多少钱|多少|是几|几|"
+    r"[的是呢吗呀啊吧求先]|一下|结果是|一共|总共|合计|总计|另外|还有|以及|[?？。!！,，:：]|"
+    r"\b(?:what(?:'s|\s+is)?|how\s+much(?:\s+is)?|calculate|compute|please|pls|the|is|equals?|tell\s+me|"
+    r"can\s+you|could\s+you|work\s+out|figure\s+out|give\s+me|quickly|do|i\s+need|total|altogether|"
+    r"in\s+all|if\s+(?:i|we|you)|also|and)\b",
+    re.IGNORECASE,
+)
 MAX_DEPTH = 40  # nested brackets or operators deeper than this are not read (the calculator caps it too)
 
 _SUM, _PRODUCT, _UNARY, _POWER, _ATOM = 1, 2, 3, 4, 5
@@ -84,6 +97,7 @@ class Calculation:
     steps: list[CalculationStep] = field(default_factory=list)
     unread: list[Token] = field(default_factory=list)
     is_calculation: bool = False
+    mixed: bool = False  # other words make up most of the request: a question a calculation is part of
 
     @property
     def complete(self) -> bool:
@@ -374,4 +388,14 @@ def read_calculation(
             for i, s in enumerate(steps)
         ]
     unread = [t for i, t in enumerate(tokens) if t.kind in REQUIRED and i not in parser.used]
-    return Calculation(steps, unread, is_calculation=True)
+    mixed = _mostly_other_words(blank(text, blanked or []), tokens)
+    return Calculation(steps, unread, is_calculation=True, mixed=mixed)
+
+
+def _mostly_other_words(text: str, tokens: list[Token]) -> bool:
+    """Whether words other than the calculation and the asking for it make up most of the request ("2 + 2
+    会议的纪要在哪", "what does the policy say about 2 + 2 meetings?"): a question the calculation is part of,
+    for the documents, the way the retrieval gate weighs it (``ARITHMETIC_SHARE``)."""
+    other = sum(len(_ASKING.sub("", t.text).replace(" ", "")) for t in tokens if t.kind == TEXT)
+    total = len(_ASKING.sub("", text).replace(" ", ""))
+    return total > 0 and other > (1 - ARITHMETIC_SHARE) * total

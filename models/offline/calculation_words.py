@@ -250,7 +250,8 @@ def _composite(kind: str, match: re.Match[str], start: int, end: int) -> Token |
     return Token(POST, start, end, text, ("root" if root else "pow", n))
 
 
-def _blank(text: str, spans: list[tuple[int, int]]) -> str:
+def blank(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` with ``spans`` turned to spaces (positions kept), so patterns skip what another rule read."""
     chars = list(text)
     for start, end in spans:
         for i in range(start, end):
@@ -261,20 +262,20 @@ def _blank(text: str, spans: list[tuple[int, int]]) -> str:
 def lex(text: str, blanked: list[tuple[int, int]] | None = None) -> list[Token]:
     """The tokens of ``text`` (already :func:`normalized`), in order; ``blanked`` spans are read as blanks
     (a date reference the date rules took)."""
-    masked = _blank(text, [*(blanked or []), *((m.start(), m.end()) for m in _NOT_ARITHMETIC.finditer(text))])
+    masked = blank(text, [*(blanked or []), *((m.start(), m.end()) for m in _NOT_ARITHMETIC.finditer(text))])
     tokens: list[Token] = []
     for pattern, kind in _COMPOSITES:
         for match in pattern.finditer(masked):
             token = _composite(kind, match, match.start(), match.end())
             if token is not None and not any(t.start < token.end and token.start < t.end for t in tokens):
                 tokens.append(token)
-    masked = _blank(masked, [(t.start, t.end) for t in tokens])
-    no_words = _blank(masked, [(m.start(), m.end()) for m in _ZH_NOT_NUMBER.finditer(masked)])
+    masked = blank(masked, [(t.start, t.end) for t in tokens])
+    no_words = blank(masked, [(m.start(), m.end()) for m in _ZH_NOT_NUMBER.finditer(masked)])
     for number in find_numbers(no_words):
         tokens.append(
             Token(NUM, number.start, number.end, text[number.start : number.end], number.value, number)
         )
-    masked = _blank(masked, [(t.start, t.end) for t in tokens])
+    masked = blank(masked, [(t.start, t.end) for t in tokens])
     for match in _WORD_RE.finditer(masked):
         index = int(next(name for name, value in match.groupdict().items() if value is not None)[1:])
         _, kind, arg = _WORDS[index]
@@ -311,7 +312,14 @@ def _meant(tokens: list[Token]) -> list[Token]:
             ]
             if not (percent and between):
                 continue  # "我的问题", "5 的阶乘": a plain 的 / of joins words, it does not multiply
-        if token.kind == SEP and token.arg == "=" and after is not None and after.kind in (NUM, LPAREN):
+        equation = before is not None and before.kind in _LEFT_OPERAND  # "k1=1.2" names a setting
+        if (
+            token.kind == SEP
+            and token.arg == "="
+            and equation
+            and after is not None
+            and after.kind in (NUM, LPAREN)
+        ):
             token = Token(UNKNOWN, token.start, token.end, token.text)  # "x + 3 = 5": an equation to solve
         if token.kind == NEG and (after is None or after.kind not in (NUM, LPAREN)):
             continue  # 负责, 负载: not a sign

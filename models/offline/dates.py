@@ -55,11 +55,13 @@ class DateReading:
     days: list[DayReference] = field(default_factory=list)
     unread: list[str] = field(default_factory=list)
     counts_days: bool = False  # "还有多少天", "how many days until"
+    asked: list[tuple[int, int]] = field(default_factory=list)  # where it asks: "几号", "what day"
 
     @property
     def spans(self) -> list[tuple[int, int]]:
-        """Where the request's day references are (not arithmetic for the calculation reader)."""
-        return [(d.start, d.end) for d in self.days]
+        """Where the request names days or asks for one (not arithmetic, nor other words, for the
+        calculation reader)."""
+        return [(d.start, d.end) for d in self.days] + (self.asked if self.asks else [])
 
     def arguments(self) -> list[dict[str, Any]]:
         """The distinct ``get_current_date`` arguments of the days asked about, in order (today alone: one ``{}``)."""
@@ -316,5 +318,9 @@ def read_dates(text: str) -> DateReading:
     for word in _DAY_WORDS.finditer(rest):
         unread.append(word.group(0).strip())
     return DateReading(
-        asks=asks, days=days, unread=unread if asks else [], counts_days=bool(_COUNTS.search(text))
+        asks=asks,
+        days=days,
+        unread=unread if asks else [],
+        counts_days=bool(_COUNTS.search(text)),
+        asked=[(m.start(), m.end()) for m in _ASKS.finditer(masked)],
     )

@@ -56,7 +56,7 @@ def plan_steps(question: str, tools: set[str]) -> list[Step]:
     """
     reading = read(question)
     steps: list[Step] = []
-    if "calculator" in tools and reading.calculation.complete:
+    if "calculator" in tools and reading.calculation.complete and not reading.calculation.mixed:
         for part in reading.calculation.steps:
             if part.uses_result:
                 steps.append(Step("calculator", {}, then=True, template=part.expression))

@@ -142,6 +142,25 @@ def test_a_calculation_with_a_number_or_operator_left_over_is_declined(text: str
     assert re.search(r"=\s*-?\d", reply) is None  # no result of any part
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2 + 2 会议的纪要放在哪个文档里",  # a question the documents may answer, naming a "2 + 2" meeting
+        "where does the handbook describe the 3 + 1 rotation for on-call staff?",
+        "BM25 的 k1=1.2 和 b=0.75 分别控制什么",  # settings, not an equation
+    ],
+)
+def test_a_question_that_only_contains_arithmetic_is_neither_computed_nor_declined(text: str) -> None:
+    assert [s for s in intents.plan_steps(text, ALL) if s.tool == "calculator"] == []
+    assert intents.unread_reply(text, ALL) is None
+
+
+def test_a_date_question_and_a_calculation_in_one_request_are_both_answered() -> None:
+    steps = intents.plan_steps("后天几号？顺便算一下 9 乘 9", ALL)
+    assert [s.tool for s in steps] == ["calculator", "get_current_date"]
+    assert steps[1].args == {"days": 2}
+
+
 def test_a_decline_names_what_was_left_over() -> None:
     reply = intents.unread_reply("三加五再乘以 x", ALL)
     assert reply is not None and "“乘以”" in reply
