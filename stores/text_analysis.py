@@ -147,9 +147,26 @@ def stem(word: str) -> str:
     return w
 
 
+REREAD_CHARS = 2_000  # a text at least this long is analysed once while it is among the last few
+
+
 def tokenize(text: str) -> list[str]:
     """BM25 terms of ``text``: jieba words (precise mode, so no overlapping tokens inflate scores) for
-    Chinese, lower-cased stemmed words and numbers for the rest, without stop words or punctuation."""
+    Chinese, lower-cased stemmed words and numbers for the rest, without stop words or punctuation.
+
+    A turn reads its question in several places (keyword search, memory recall, the offline model's
+    rules): a long one is segmented once and its terms reused, so pasting a page costs one pass."""
+    if len(text) >= REREAD_CHARS:
+        return list(_tokenize_long(text))
+    return _tokenize(text)
+
+
+@functools.lru_cache(maxsize=16)
+def _tokenize_long(text: str) -> tuple[str, ...]:
+    return tuple(_tokenize(text))
+
+
+def _tokenize(text: str) -> list[str]:
     if not text or text.isspace():
         return []
     text = _CONTRACTION.sub("", unicodedata.normalize("NFKC", text).lower())  # full-width -> ASCII

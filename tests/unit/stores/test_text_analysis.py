@@ -125,3 +125,20 @@ def test_concurrent_first_use_is_safe(monkeypatch: pytest.MonkeyPatch) -> None:
     for thread in threads:
         thread.join()
     assert results == [["员工", "请假", "制度", "审批", "流程"]] * 8
+
+
+def test_a_long_text_read_again_is_segmented_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pasted page is read by keyword search, memory recall and the offline rules: one segmentation."""
+    import stores.text_analysis as text
+
+    calls: list[str] = []
+    cut = text._segmenter()
+    monkeypatch.setattr(text, "_segmenter", lambda: lambda piece: calls.append(piece) or cut(piece))
+    page = "项目组讨论了发布计划和预算。" * 400 + "这次的独有内容是第七版手册。"
+    first = tokenize(page)
+    first.append("changed by a caller")
+    segmented = len(calls)
+    assert tokenize(page) == first[:-1] and len(calls) == segmented > 0
+    tokenize("短句不缓存")
+    tokenize("短句不缓存")
+    assert len(calls) == segmented + 2  # short texts are cheap: read each time
