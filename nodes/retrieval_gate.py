@@ -29,7 +29,7 @@ _EN_NUMBER = (
 )
 _NUMBER = (
     r"(?P<num>(?:百分之)?[零〇一二两三四五六七八九十百千万亿]+(?:点[零〇一二三四五六七八九]+)?"
-    r"|\d+(?:[.,]\d+)*(?:\s*[%万亿])?|\b(?:"
+    r"|\d+(?:[.,]\d+)*(?:\s*(?:[%万亿]|percent\b|per\s*cent\b))?|\b(?:"
     + _EN_NUMBER
     + r")(?:[\s-]+(?:and\s+)?(?:"
     + _EN_NUMBER
@@ -37,16 +37,22 @@ _NUMBER = (
     r"(?:\s*(?:percent|per\s*cent)\b)?)"
 )
 _OPERATOR = (
-    r"(?P<op>\*\*|[-+*/×÷^%=()（）]|乘以|乘上|除以|加上|减去|减掉|[加减乘]|的?平方根?|的?立方根?|次方根?|次幂|开方|开平方|"
-    r"根号|√|打\s*[\d一二三四五六七八九]+\s*折|增加|减少|的和|的差|的积|的商|相加|相减|相乘|相除|"
+    r"(?P<op>\*\*|[-+*/×÷^%=()（）]|乘以|乘上|除以|加上|减去|减掉|[加减乘]|除(?![了非外])|的?(?:算术)?平方根?|的?立方根?|次方根?|"
+    r"次幂|开方|开平方|开立方|开(?=\s*[\d一二三四五六七八九十]+\s*次方)|根号|√|(?:打|按)?\s*[\d一二三四五六七八九]+\s*折|"
+    r"的?\s*[\d一二两三四五六七八九十]+\s*[倍成]|分之|增加了?|增长了?|上涨了?|涨了?|提高了?|减少了?|降低了?|"
+    r"下降了?|降了?|跌了?|的和|的差|的积|的商|相加|相减|相乘|相除|"
+    # Operations the offline model declines to compute still make the question a calculation.
+    r"阶乘|平均数?|平均值|对数|余数|一半|"
     r"\b(?:plus|minus|times|multiplied\s+by|divided\s+by|over|mod|modulo|to\s+the\s+power(?:\s+of)?|squared|"
     r"cubed|square\s+root(?:\s+of)?|cube\s+root(?:\s+of)?|sqrt|off|discount|increased\s+by|decreased\s+by|"
-    r"sum\s+of|product\s+of)\b)"
+    r"sum\s+of|product\s+of|add|subtract|multiply|divide|square|cube|increase|decrease|reduce|factorial|log|"
+    r"average|mean|median|remainder|solve|half)\b)"
 )
 # Words that only ask for the calculation: they do not make a question about anything else.
 _ASKING = (
-    r"(?P<ask>计算|算一下|算算|算下|帮我算|请问|请|等于|是多少|多少|是几|几|的|是|呢|吗|"
-    r"\b(?:what(?:'s|\s+is)?|how\s+much(?:\s+is)?|calculate|compute|please|the|of|is|equals?)\b|[?？。!！,，])"
+    r"(?P<ask>计算|算一下|算算|算下|帮我算|请问|请|等于|是多少|多少钱|多少|是几|几|的|是|呢|吗|元|块钱?|美元|"
+    r"\b(?:what(?:'s|\s+is)?|how\s+much(?:\s+is)?|calculate|compute|please|the|of|is|equals?|dollars?|bucks)\b|"
+    r"[?？。!！,，])"
 )
 _NOT_ARITHMETIC = re.compile(
     r"\b\d{4}[-/.]\d{1,2}[-/.]\d{1,2}\b|\b\d{3,4}-\d{4}\b|\b\d{1,2}:\d{2}(?::\d{2})?\b|"  # dates, phones, times
@@ -56,7 +62,13 @@ _PARTS = re.compile(f"{_OPERATOR}|{_NUMBER}|{_ASKING}", re.IGNORECASE)
 _ANY_OPERATION = re.compile(f"{_OPERATOR}|%|百分之|percent|per\\s*cent", re.IGNORECASE)
 
 
-_JOINING = re.compile(r"的|\b(?:of|the)\b|\s", re.IGNORECASE)  # "1250 的 8%", "7% of 1,250": still one run
+# Between the parts of one calculation: "1250 的 8%", "7% of 1,250", "399 元打八折", "三加五再乘以二",
+# "add 45 and 55, then divide by 4" are each one run.
+_JOINING = re.compile(
+    r"的|元|块钱?|美元|再|然后|接着|结果|它|[,，]|\s|"
+    r"\b(?:of|the|by|from|to|and|then|after\s+that|it|result|dollars?|bucks)\b",
+    re.IGNORECASE,
+)
 _PERCENT = re.compile(r"%|百分之|percent|per\s*cent", re.IGNORECASE)
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from nodes.retrieval_gate import arithmetic_span, is_calculation, needs_retrieval
@@ -101,3 +104,22 @@ def test_a_long_run_of_numbers_without_an_operator_is_read_in_linear_time(questi
     needs_retrieval(question)
     assert arithmetic_span("word " + "1 " * 100_000) == ""
     assert needs_retrieval("1 " * 100_000) is False  # numbers and nothing else
+
+
+LABELLED = Path(__file__).parents[2] / "fixtures" / "offline_requests" / "arithmetic_dates.jsonl"
+
+
+def test_what_the_offline_model_computes_the_gate_does_not_search_and_dates_are_no_calculation() -> None:
+    """One notion of "a calculation": the labelled requests the offline model computes whole are the ones
+    the gate skips, and a date question is none (the model's reader is the thorough one)."""
+    from models.offline import intents
+
+    rows = [json.loads(line) for line in LABELLED.read_text(encoding="utf-8").splitlines() if line.strip()]
+    readings = [(r["request"], intents.read(r["request"]).calculation) for r in rows]
+    computed = [q for q, reading in readings if reading.complete and not reading.mixed]
+    assert len(computed) >= 30
+    assert [q for q in computed if not is_calculation(q)] == []
+    dates = [r["request"] for r in rows if r["id"].startswith("date")]
+    assert [q for q in dates if is_calculation(q)] == []
+    for mixed in ("2 + 2 会议的纪要放在哪个文档里", "where does the handbook describe the 3 + 1 rotation?"):
+        assert intents.read(mixed).calculation.mixed and needs_retrieval(mixed)
