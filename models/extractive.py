@@ -18,11 +18,17 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from stores.text_analysis import ZH_STOP_WORDS, has_cjk, script_of, term_set, tokenize
+from stores.text_analysis import ZH_STOP_WORDS, estimate_tokens, has_cjk, script_of, term_set, tokenize
 
-QUOTE_CHARS = 400  # the longest quote taken from one passage
-QUOTE_SENTENCES = 3  # the most sentences quoted from one passage
+QUOTE_TOKENS = 250  # the most quoted from one passage (estimated tokens: fair to Chinese and English alike)
+QUOTE_SENTENCES = 4  # the most sentences quoted from one passage
+SENTENCE_TOKENS = 120  # a longer sentence is quoted around its matching clauses
+MIN_QUOTE_TOKENS = 24  # no sentence is squeezed into less room than this
+# A sentence matching less than this share of the best one's match adds words, not the answer.
+MATCH_SHARE = 0.2
 CLOSEST_PASSAGES = 2  # passages quoted when none is shown to answer the question
+SUMMARY_TOKENS = 80  # what a summary quotes from each passage
+_BRIEF = {"limit": 2, "budget": SENTENCE_TOKENS}  # a passage quoted beside the best one
 # A passage answers the question, as far as words can show, when it holds this share of its subject words.
 SUPPORT_SHARE = 2 / 3
 # The words that frame a question rather than name its subject ("what does X mean", "X 是什么意思").
@@ -86,22 +92,47 @@ def _join_lines(match: re.Match[str]) -> str:
     return "" if cjk else " "
 
 
-def _weights(wanted: list[str], bags: list[set[str]]) -> dict[str, float]:
+def _weights(wanted: list[str], found: list[dict[str, float]]) -> dict[str, float]:
     """A question term's weight: rarer among the passage's sentences, more telling (a word in every
     sentence picks none of them)."""
-    n = len(bags)
-    return {t: math.log(1 + n / (1 + sum(t in bag for bag in bags))) for t in wanted}
+    n = len(found)
+    return {t: math.log(1 + n / (1 + sum(t in f for f in found))) for t in wanted}
+
+
+def _found(wanted: list[str], part: str, bag: set[str]) -> dict[str, float]:
+    """How much of each question term a sentence has: 1 for the term itself; for a Chinese word the
+    segmenter cut differently ("翻译者" against "翻译", "英语中"), the share of its character pairs the
+    sentence holds, when that is at least half."""
+    found = {}
+    for term in wanted:
+        if term in bag:
+            found[term] = 1.0
+        elif len(term) >= 2 and has_cjk(term):
+            pairs = {term[i : i + 2] for i in range(len(term) - 1)}
+            share = sum(pair in part for pair in pairs) / len(pairs)
+            if share >= 0.5:
+                found[term] = share
+    return found
 
 
 # What kind of thing a question asks for, and how a sentence that states one looks: a question for a
 # number is answered by a sentence with a number in it, one for a time by a sentence with a date.
 _ASKS_NUMBER = re.compile(r"how (?:many|much|long|old|far|big|large)|多少|几|多大|多长|多久|多远|多高", re.I)
-_ASKS_TIME = re.compile(r"\bwhen\b|what (?:year|date|day|month|time|century)|什么时候|何时|哪一?年|哪天|几月|几号", re.I)
-_ASKS_NAME = re.compile(r"\bwho(?:m|se)?\b|\bwhich (?:person|man|woman|player|team|company|city|country)\b|谁", re.I)
-_NUMBER = re.compile(r"\d|[一二三四五六七八九十百千万亿两]+(?:个|次|年|天|人|种|位|名|%|倍)|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|hundred|thousand|million|billion|half|dozen)\b", re.I)
+_ASKS_TIME = re.compile(
+    r"\bwhen\b|what (?:year|date|day|month|time|century)|什么时候|何时|哪一?年|哪天|几月|几号", re.I
+)
+_ASKS_NAME = re.compile(
+    r"\bwho(?:m|se)?\b|\bwhich (?:person|man|woman|player|team|company|city|country)\b|谁", re.I
+)
+_NUMBER = re.compile(
+    r"\d|[一二三四五六七八九十百千万亿两]+(?:个|次|年|天|人|种|位|名|所|家|座|条|项|件|只|倍|成|岁|本|部|届|%)|"
+    r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|hundred|"
+    r"thousand|million|billion|half|dozen)\b",
+    re.I,
+)
 _TIME = re.compile(
-    r"\b1\d{3}\b|\b20\d{2}\b|\d+\s*(?:年|月|日|世纪)|\b(?:january|february|march|april|may|june|july|august|september|"
-    r"october|november|december|century|centuries|\d+s)\b",
+    r"\b1\d{3}\b|\b20\d{2}\b|\d+\s*(?:年|月|日|世纪)|\b(?:january|february|march|april|may|june|july|august|"
+    r"september|october|november|december|century|centuries|\d+s)\b",
     re.I,
 )
 _NAME = re.compile(r"(?<!^)(?<![.!?]\s)\b[A-Z][a-z]+")
@@ -125,14 +156,14 @@ def _scores(question: str, parts: list[str]) -> list[float]:
     thing the question asks for (a number, a date, a name) beyond what the question itself says."""
     wanted = topic_terms(question) or list(dict.fromkeys(tokenize(question)))
     tokens = [tokenize(part) for part in parts]
-    bags = [set(t) for t in tokens]
-    weight = _weights(wanted, bags)
+    found = [_found(wanted, part, set(toks)) for part, toks in zip(parts, tokens, strict=True)]
+    weight = _weights(wanted, found)
     pairs = set(itertools.pairwise(wanted))
     kind = _answer_kind(question)
     given = set(kind.findall(question)) if kind is not None else set()
     scores = []
-    for part, toks, bag in zip(parts, tokens, bags, strict=True):
-        score = sum(weight[t] for t in wanted if t in bag)
+    for part, toks, has in zip(parts, tokens, found, strict=True):
+        score = sum(weight[t] * share for t, share in has.items())
         score += 0.5 * sum(1 for pair in itertools.pairwise(toks) if pair in pairs)
         if kind is not None and score > 0 and set(kind.findall(part)) - given:
             score += ANSWER_KIND_BONUS
@@ -140,12 +171,15 @@ def _scores(question: str, parts: list[str]) -> list[float]:
     return _carried(parts, scores)
 
 
-# A sentence that opens by pointing back ("These devices…", "As such, it…", "他…", "该…") continues the one
-# before: the two share a subject, so each gets part of the other's match.
+# A sentence that opens by pointing back ("These devices…", "As such, it…", "他…", "该…") or by going on from the
+# one before ("First the crew…", "For instance P ⊆ NP…", "首先…", "例如…") continues it: the two share a subject,
+# so each gets part of the other's match.
 _POINTS_BACK = re.compile(
-    r"^\W*(?:(?:as such|in (?:this|that) way|thus|therefore|however|also|then|first|later|during (?:this|that))\W+)?"
-    r"(?:this|these|that|those|it|its|they|their|them|he|his|she|her|such|the latter|the former|both)\b|"
-    r"^\W*(?:这|那|该|其|此|他|她|它|这些|那些|后者|前者|因此|所以|同时|此外)",
+    r"^\W*(?:(?:as such|in (?:this|that) way|thus|therefore|however|also|then|during (?:this|that)|because of this)"
+    r"\W+)?(?:this|these|that|those|it|its|they|their|them|he|his|she|her|such|the latter|the former|both)\b|"
+    r"^\W*(?:first|firstly|second|secondly|then|next|finally|afterwards|later|for (?:instance|example)|e\.g\.|"
+    r"specifically|in particular|namely|as a result)\b|"
+    r"^\W*(?:这|那|该|其|此|他|她|它|后者|前者|因此|所以|同时|此外|首先|其次|然后|接着|随后|最后|例如|比如|譬如|具体|即|也就是)",
     re.I,
 )
 CARRIED_SHARE = 0.5
@@ -161,51 +195,72 @@ def _carried(parts: list[str], scores: list[float]) -> list[float]:
     return carried
 
 
+def _cut(text: str, tokens: int) -> str:
+    """The longest start of ``text`` within ``tokens``, ending at a word boundary where there is one."""
+    lo, hi = 0, len(text)
+    while lo < hi:  # the longest prefix that fits, by bisection (token estimates grow with length)
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if estimate_tokens(text[:mid]) <= tokens else (lo, mid - 1)
+    cut = text[:lo]
+    space = cut.rfind(" ")
+    return cut[:space] if space > len(cut) // 2 and lo < len(text) and not has_cjk(text[lo - 1 : lo + 1]) else cut
+
+
 def _shortened(question: str, sentence: str, limit: int) -> str:
-    """A sentence longer than ``limit``: its clauses around the one that matches the question best,
+    """A sentence longer than ``limit`` tokens: its clauses around the one that matches the question best,
     whole clauses only, marked with "…" where it was cut."""
     clauses = [c for c in _CLAUSE_END.split(sentence) if c]
     if len(clauses) < 2:
-        return sentence[:limit] + "…"
+        return _cut(sentence, limit) + "…"
     scores = _scores(question, clauses)
     best = max(range(len(clauses)), key=lambda i: (scores[i], -i))
     lo = hi = best
-    size = len(clauses[best])
+    size = estimate_tokens(clauses[best])
     while True:  # grow towards the side whose next clause matches better, while it fits
-        options = [i for i in (lo - 1, hi + 1) if 0 <= i < len(clauses) and size + len(clauses[i]) <= limit]
+        options = [
+            i
+            for i in (lo - 1, hi + 1)
+            if 0 <= i < len(clauses) and size + estimate_tokens(clauses[i]) <= limit
+        ]
         if not options:
             break
         pick = max(options, key=lambda i: (scores[i], -abs(i - best), i < best))
-        size += len(clauses[pick])
+        size += estimate_tokens(clauses[pick])
         lo, hi = min(lo, pick), max(hi, pick)
     text = "".join(clauses[lo : hi + 1]).strip()
-    if len(text) > limit:
-        text = text[:limit]
-    return ("…" if lo > 0 else "") + text + ("…" if hi < len(clauses) - 1 or len(text) >= limit else "")
+    whole = estimate_tokens(text) <= limit
+    text = text if whole else _cut(text, limit)
+    return ("…" if lo > 0 else "") + text + ("…" if hi < len(clauses) - 1 or not whole else "")
 
 
 def best_sentences(
-    question: str, text: str, limit: int = QUOTE_SENTENCES, budget: int = QUOTE_CHARS
+    question: str, text: str, limit: int = QUOTE_SENTENCES, budget: int = QUOTE_TOKENS
 ) -> list[str]:
-    """The sentences that match the question best, as many as fit ``budget`` (at most ``limit``), in
-    their original order; the best one is always quoted, a long one around its matching clauses.
-    With nothing matching (another language), the passage's opening sentences."""
+    """The sentences that match the question best, in their original order: the best one always (a long
+    one around its matching clauses), then the next best while they match at least ``MATCH_SHARE`` as well
+    and fit ``budget`` tokens, at most ``limit`` in all. The answer is often a sentence or two away from
+    the words of the question, so a quote is several sentences, not one. With nothing matching (another
+    language), the passage's opening sentences."""
     parts = sentences(text)
     if not parts:
         return []
     scores = _scores(question, parts)
     order = sorted(range(len(parts)), key=lambda i: (-scores[i], i))
-    if scores[order[0]] <= 0:
+    top = scores[order[0]]
+    if top <= 0:
         order = list(range(len(parts)))  # no word in common: the passage's own opening
     first = order[0]
-    chosen = {first: parts[first] if len(parts[first]) <= budget else _shortened(question, parts[first], budget)}
-    used = len(chosen[first])
+    cap = min(budget, SENTENCE_TOKENS)
+    chosen = {first: parts[first] if estimate_tokens(parts[first]) <= cap else _shortened(question, parts[first], cap)}
+    used = estimate_tokens(chosen[first])
     for i in order[1:]:
-        if len(chosen) >= limit or (scores[i] <= 0 < scores[first]):
+        if len(chosen) >= limit or scores[i] < MATCH_SHARE * top:
             break
-        if used + len(parts[i]) <= budget:
-            chosen[i] = parts[i]
-            used += len(parts[i])
+        room = min(budget - used, SENTENCE_TOKENS)
+        quote = parts[i] if estimate_tokens(parts[i]) <= room else _shortened(question, parts[i], room)
+        if room >= MIN_QUOTE_TOKENS:
+            chosen[i] = quote
+            used += estimate_tokens(quote)
     return [chosen[i] for i in sorted(chosen)]
 
 
@@ -265,9 +320,9 @@ def answer_from_passages(question: str, passages: Sequence[dict[str, Any]]) -> s
         if zh
         else "The closest passages found in the knowledge base (they may not answer the question):"
     )
-    items = [
-        f"- {_language_note(question, p, zh)}{_quote(question, p)} [{p.get('id')}]"
-        for p in passages[:CLOSEST_PASSAGES]
+    items = [  # the best passage quoted as fully as an answer would be, the next ones briefly
+        f"- {_language_note(question, p, zh)}{_quote(question, p, **({} if n == 0 else _BRIEF))} [{p.get('id')}]"
+        for n, p in enumerate(passages[:CLOSEST_PASSAGES])
     ]
     return "\n".join([head, *items])
 
@@ -291,7 +346,7 @@ def extractive_summary(topic: str, passages: Sequence[dict[str, Any]]) -> str:
     zh = has_cjk(topic) or any(has_cjk(str(p.get("text", ""))) for p in passages[:1])
     head = summary_head(topic, len(passages), zh)
     bullets = [
-        f"- {' '.join(best_sentences(topic, str(p.get('text', '')), limit=2, budget=240))} [{p.get('id')}]"
+        f"- {' '.join(best_sentences(topic, str(p.get('text', '')), limit=2, budget=SUMMARY_TOKENS))} [{p.get('id')}]"
         for p in passages
     ]
     return "\n".join([head, *bullets])

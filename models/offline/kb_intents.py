@@ -34,6 +34,14 @@ _STATS = re.compile(
 )
 _TOPICAL = re.compile(r"关于|有关|相关|\babout\b|\bregarding\b|\bon the topic\b", re.IGNORECASE)
 _SUMMARY = re.compile(r"摘要|总结|整理|归纳|概括|概述|汇总|summari[sz]e|summary|overview", re.IGNORECASE)
+# A request for a summary uses the summary verb as its own, at the start of a clause ("整理一下…", "…，有的话整理成
+# 摘要", "please summarise…", "give me an overview of…"); "谁整理了登月数据？" asks about someone who did.
+_SUMMARY_REQUEST = re.compile(
+    r"(?:^|[，,。；;:：]|\b(?:and|then)\b|然后|再|并|有的话)\s*(?:请|麻烦|帮我|给我|你|能不能|可以|please|can you|could you|"
+    r"kindly)?\s*(?:把[^，,。？?]{1,40}?)?(?:总结|整理|归纳|概括|概述|汇总|做(?:个|一个|一下)?(?:总结|摘要|概述)|"
+    r"summari[sz]e|(?:give|write|make|get)(?: me)? (?:a |an )?(?:short |brief |quick )?(?:summary|overview))",
+    re.IGNORECASE,
+)
 _PASSAGE_COUNT = re.compile(
     r"(?P<n>\d+|[一两二三四五六七八九十])\s*(?:个|段|条|篇|份)?\s*(?:片段|段落|资料|文档|来源|passages?|chunks?|"
     r"documents?|docs?|sources?)|\btop\s*(?P<top>\d+)\b|(?<!第)(?P<docs>\d+|[一两二三四五六七八九十])\s*(?:篇|份)",
@@ -125,7 +133,7 @@ def plan_kb_steps(question: str, tools: set[str], messages: Sequence[BaseMessage
     counting = _STATS.search(question) and not _SEARCH.search(question) and not _TOPICAL.search(question)
     if "knowledge_stats" in tools and counting:
         return [Step("knowledge_stats", {})]
-    wants_summary = "generate_summary" in tools and _SUMMARY.search(question)
+    wants_summary = "generate_summary" in tools and _SUMMARY_REQUEST.search(question.strip())
     wants_search = "search_knowledge" in tools and _SEARCH.search(question)
     if not (wants_summary or wants_search):
         return None

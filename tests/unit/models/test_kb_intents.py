@@ -245,3 +245,17 @@ def test_the_seed_request_summarises_at_most_three_documents() -> None:
 def test_the_topic_of_a_search_is_what_is_searched_for(question: str, topic: str) -> None:
     steps = plan_kb_steps(question, TOOLS, [])
     assert steps is not None and steps[0].args["query"] == topic
+
+
+@pytest.mark.parametrize(
+    "question", ["谁整理了保存至今的登月数据？", "What does the overview section say about chunks?", "摘要里的数字是怎么来的"]
+)
+def test_a_question_that_mentions_a_summary_is_not_a_summary_request(question: str) -> None:
+    assert "generate_summary" not in (tools_of(question) or [])
+
+
+@pytest.mark.parametrize(
+    "question", ["请总结一下知识库里关于回收站的内容", "Give me a quick overview of access groups", "把记忆规则概括一下"]
+)
+def test_a_request_for_a_summary_calls_generate_summary(question: str) -> None:
+    assert "generate_summary" in (tools_of(question) or [])
