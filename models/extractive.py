@@ -172,14 +172,15 @@ def _scores(question: str, parts: list[str]) -> list[float]:
 
 
 # A sentence that opens by pointing back ("These devices…", "As such, it…", "他…", "该…") or by going on from the
-# one before ("First the crew…", "For instance P ⊆ NP…", "首先…", "例如…") continues it: the two share a subject,
-# so each gets part of the other's match.
+# one before ("First the crew…", "For instance P ⊆ NP…", "首先…", "例如…"), or that names "these devices",
+# continues it: the two share a subject, so each gets part of the other's match.
 _POINTS_BACK = re.compile(
     r"^\W*(?:(?:as such|in (?:this|that) way|thus|therefore|however|also|then|during (?:this|that)|because of this)"
     r"\W+)?(?:this|these|that|those|it|its|they|their|them|he|his|she|her|such|the latter|the former|both)\b|"
     r"^\W*(?:first|firstly|second|secondly|then|next|finally|afterwards|later|for (?:instance|example)|e\.g\.|"
     r"specifically|in particular|namely|as a result)\b|"
-    r"^\W*(?:这|那|该|其|此|他|她|它|后者|前者|因此|所以|同时|此外|首先|其次|然后|接着|随后|最后|例如|比如|譬如|具体|即|也就是)",
+    r"^\W*(?:这|那|该|其|此|他|她|它|后者|前者|因此|所以|同时|此外|首先|其次|然后|接着|随后|最后|例如|比如|譬如|具体|即|也就是)|"
+    r"\b(?:these|those|such) \w+|这些|那些|这种|此类",  # "…are treated using these devices"
     re.I,
 )
 CARRIED_SHARE = 0.5
