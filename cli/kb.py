@@ -38,7 +38,8 @@ def open_knowledge_base(ctx: Settings, *, create: bool = False) -> Any:
 RERANKED = "hybrid+rerank"  # eval only: hybrid candidates reordered by the configured reranker
 DECOMPOSED = "hybrid+decompose"  # eval only: the model splits the question, sub-queries fused by RRF
 REWRITTEN = "hybrid+rewrite"  # eval only: the model turns the question into a search query first
-PLANNED = (REWRITTEN, DECOMPOSED)  # the eval modes that ask a model to plan the search
+TRANSLATED = "hybrid+translate"  # eval only: the question and its translation into the KB's other language
+PLANNED = (REWRITTEN, DECOMPOSED, TRANSLATED)  # the eval modes that ask a model to plan the search
 
 
 def _modes(text: str, *, eval_modes: bool = False) -> list[str]:

@@ -15,7 +15,18 @@ from typing import TYPE_CHECKING, Any
 import typer
 from rich.table import Table
 
-from cli.kb import DECOMPOSED, PLANNED, RERANKED, _context, _fail, _modes, err, open_knowledge_base, out
+from cli.kb import (
+    DECOMPOSED,
+    PLANNED,
+    RERANKED,
+    TRANSLATED,
+    _context,
+    _fail,
+    _modes,
+    err,
+    open_knowledge_base,
+    out,
+)
 from cli.progress import ingest_bar
 from cli.terminal import json_text, shown
 
@@ -115,7 +126,8 @@ def evaluate(
         "bm25,vector,hybrid",
         "--modes",
         help="Comma-separated: bm25, vector, hybrid, and with a model hybrid+rewrite, hybrid+decompose, "
-        "hybrid+rerank.",
+        "hybrid+translate (the question and its translation into the knowledge base's other language, "
+        "fused), hybrid+rerank.",
     ),
     k: int = typer.Option(10, "--k", min=1, max=1000),
     groups: str | None = typer.Option(
@@ -183,12 +195,12 @@ def evaluate(
     calls = [0]  # model (or /rerank endpoint) calls made by the modes that use one
     reranker = _eval_reranker(ctx, calls) if RERANKED in chosen else None
     planned = [m for m in chosen if m in PLANNED]
-    planner = _eval_planner(ctx, calls) if planned else None
+    planner = _eval_planner(ctx, calls, kb.languages(every_group)) if planned else None
     if planned and planner is None:
         chosen = [m for m in chosen if m not in PLANNED]
         problems.append(
-            f"{', '.join(planned)} skipped: the offline model does not rewrite or decompose questions "
-            "(configure an endpoint)"
+            f"{', '.join(planned)} skipped: the offline model does not rewrite, decompose or translate "
+            "questions (configure an endpoint)"
         )
         if not chosen:
             _fail(f"nothing to evaluate: {', '.join(planned)} needs a model endpoint", 2)
@@ -206,7 +218,7 @@ def evaluate(
         elif mode in PLANNED:
             assert planner is not None
             search = lambda query: kb.search(query, groups=every_group, top_k=limit * 3)  # noqa: E731
-            ranked = planner(text, search, decompose=mode == DECOMPOSED)
+            ranked = planner(text, search, mode=mode)
         else:
             ranked = kb.search_ids(text, groups=every_group, k=limit * 3, mode=mode)
         for chunk_id, score in ranked:
@@ -269,9 +281,11 @@ def _cell(value: Any) -> str:
     return f"{value:.4f}" if isinstance(value, float) else str(value)
 
 
-def _eval_planner(ctx: Settings, calls: list[int]) -> Any:
+def _eval_planner(ctx: Settings, calls: list[int], languages: frozenset[str]) -> Any:
     """Planned search, counting model calls; None offline: ``hybrid+rewrite`` searches the model's search
-    query for the question, ``hybrid+decompose`` its sub-queries fused by RRF."""
+    query for the question, ``hybrid+decompose`` its sub-queries fused by RRF, ``hybrid+translate`` the
+    question and its translation into each of the knowledge base's ``languages`` it is not written in,
+    fused by RRF (a question already in the only language held costs no call)."""
     from models import follows_instructions, get_chat_model
     from nodes.query_planning import plan_queries, retrieve_planned
 
@@ -279,9 +293,15 @@ def _eval_planner(ctx: Settings, calls: list[int]) -> Any:
     if not follows_instructions(model):
         return None
 
-    def ranked(text: str, search: Any, *, decompose: bool) -> list[tuple[str, float]]:
-        options = {"rewrite_alone": not decompose, "decompose": decompose, "timeout": ctx.model_timeout}
-        plan = plan_queries(text, [], model, rewrite=not decompose, **options)
+    def ranked(text: str, search: Any, *, mode: str) -> list[tuple[str, float]]:
+        decompose, translate = mode == DECOMPOSED, mode == TRANSLATED
+        options = {
+            "rewrite_alone": not (decompose or translate),
+            "decompose": decompose,
+            "languages": languages if translate else (),
+            "timeout": ctx.model_timeout,
+        }
+        plan = plan_queries(text, [], model, rewrite=not (decompose or translate), **options)
         calls[0] += plan.model_calls
         fused = retrieve_planned(plan, search, rrf_k=ctx.rrf_k, top_k=ctx.candidates)
         return [(p["id"], float(p.get("score", 0.0))) for p in fused]

@@ -177,6 +177,49 @@ def test_rewrite_mode_searches_the_models_query_beside_the_question(
     assert "那个先检索再生成的方法" in json.dumps(asked[0], ensure_ascii=False)
 
 
+def test_translate_mode_searches_the_question_and_its_translation_into_the_corpus_language(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.fixtures.openai_server import OpenAIServer, ScriptedReply
+
+    monkeypatch.setenv("KB_AGENT_EMBEDDER", "hashing")
+    folder = tmp_path / "zh2en"
+    (folder / "qrels").mkdir(parents=True)
+    english = [d for d in DOCS if d["_id"] != "d4"]  # English paragraphs only
+    asked = [
+        {"_id": "z1", "text": "Chroma 默认在哪个端口上监听？"},
+        {"_id": "z2", "text": "倒数排名融合把什么合并在一起？"},
+    ]
+    (folder / "corpus.jsonl").write_text("\n".join(json.dumps(d) for d in english), encoding="utf-8")
+    (folder / "queries.jsonl").write_text(
+        "\n".join(json.dumps(q, ensure_ascii=False) for q in asked), encoding="utf-8"
+    )
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nz1\td1\t1\nz2\td3\t1\n")
+    offline = CliRunner().invoke(app, ["eval", str(folder), "--modes", "hybrid,hybrid+translate", "--json"])
+    assert offline.exit_code == 0 and "hybrid+translate skipped" in offline.output
+    translations = {
+        "Chroma 默认在哪个端口上监听？": "Which port does Chroma listen on by default?",
+        "倒数排名融合把什么合并在一起？": "What does reciprocal rank fusion merge?",
+    }
+
+    def translate(body: dict) -> ScriptedReply:
+        question = body["messages"][-1]["content"].split("：", 1)[1]
+        return ScriptedReply(content=json.dumps({"translations": {"en": translations[question]}}))
+
+    with OpenAIServer(translate) as server:
+        monkeypatch.setenv("KB_AGENT_BASE_URL", server.base_url)
+        monkeypatch.setenv("KB_AGENT_API_KEY", server.api_key)
+        monkeypatch.setenv("KB_AGENT_MODEL", server.model)
+        online = CliRunner().invoke(
+            app, ["eval", str(folder), "--modes", "hybrid,hybrid+translate", "--json"]
+        )
+    assert online.exit_code == 0, online.output
+    report = json.loads(online.stdout[online.stdout.index("{") :])
+    assert report["hybrid+translate"]["model_calls"] == len(asked) and report["hybrid"]["model_calls"] == 0
+    assert report["hybrid+translate"]["mrr"] == 1.0
+    assert report["hybrid+translate"]["recall@10"] >= report["hybrid"]["recall@10"]
+
+
 def test_answers_checks_citations_and_skips_the_judge_offline(kb_home: Path, tmp_path: Path) -> None:
     testset = _testset(
         tmp_path / "set.json", [{"question": "什么是 RAG？", "relevant_chunk_ids": ["rag.md#0"]}]
@@ -200,6 +243,8 @@ def test_answers_are_judged_by_a_configured_endpoint(
         tmp_path / "set.json", [{"question": "什么是 RAG？", "relevant_chunk_ids": ["rag.md#0"]}]
     )
     answer = ScriptedReply(content="RAG 先从知识库检索相关片段，再交给大模型生成回答 [rag.md#0]。")
+    # the judge is under test, not retrieval: no translation call for the English half of the corpus
+    monkeypatch.setenv("KB_AGENT_CROSS_LANGUAGE", "false")
     with OpenAIServer([answer, ScriptedReply(content='{"score": 8}')]) as server:
         monkeypatch.setenv("KB_AGENT_BASE_URL", server.base_url)
         monkeypatch.setenv("KB_AGENT_API_KEY", server.api_key)
