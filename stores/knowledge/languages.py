@@ -2,7 +2,7 @@
 
 Told by script share, counted in words: a run of Latin letters (with the digits, ``_``, ``-`` and
 apostrophes it holds: ``KB_AGENT_HOME``, ``kb-agent``, ``don't``) is one English word, and a Chinese word
-averages 1.5 CJK characters. A text whose lesser script holds at least a third of its words is *mixed* and
+averages 1.5 CJK characters. A text whose lesser script holds more than a third of its words is *mixed* and
 counts for both, so a product name or an identifier in a Chinese sentence does not make it English, while a
 bilingual passage is both. Digits alone, punctuation and symbols count for neither.
 """
@@ -14,7 +14,7 @@ from collections.abc import Iterable
 
 ZH, EN = "zh", "en"
 LANGUAGES = (ZH, EN)
-MIXED_SHARE = 1 / 3  # the lesser script's share at which a text is written in both
+MIXED_SHARE = 1 / 3  # the lesser script's share above which a text is written in both ("什么是 RAG？" is not)
 CJK_PER_WORD = 1.5  # CJK characters per Chinese word, on average
 
 # The CJK letters `nodes.conversation.language` calls Chinese (ideographs, kana, hangul), without punctuation.
@@ -34,7 +34,7 @@ def languages_in(text: str) -> frozenset[str]:
     total = sum(units.values())
     if not total:
         return frozenset()
-    return frozenset(lang for lang, n in units.items() if n / total >= MIXED_SHARE)
+    return frozenset(lang for lang, n in units.items() if n / total > MIXED_SHARE)
 
 
 def written_in(text: str) -> str | None:

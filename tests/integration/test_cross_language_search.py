@@ -156,8 +156,9 @@ def test_a_reply_that_is_no_translation_leaves_the_question_searched_alone(
 def test_a_mixed_language_question_is_asked_for_in_the_kbs_language(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, endpoint: Any
 ) -> None:
+    """Written whole in neither language, it is wanted in English, the one the knowledge base holds."""
     _ingest(tmp_path / "home", ENGLISH, monkeypatch)
-    mixed = "conversation threads 重启以后 还在吗?"
+    mixed = "are conversation threads kept 重启以后?"
     model = endpoint(json.dumps({"translations": {"en": "Are conversation threads kept after a restart?"}}))
     result = _ask(mixed)
     [planning] = model.planning_requests()

@@ -23,10 +23,13 @@ from stores.knowledge.manifest import MANIFEST_FILE, FileRecord, Manifest
         # names, identifiers and numbers inside a sentence do not change its language
         ("用 Chroma 的 PersistentClient 保存向量，默认端口 8000。", {"zh"}),
         ("KB_AGENT_HOME 指向数据目录，里面有知识库和记忆。", {"zh"}),
+        ("什么是 RAG？", {"zh"}),
+        ("Is 知识库 the same as a vector store?", {"en"}),
         ("The 知识库 keeps its chunks in Chroma and its keywords in BM25 on disk.", {"en"}),
         # a passage in both languages is both
         ("Threads are kept in SQLite. 线程保存在 SQLite 数据库里。", {"zh", "en"}),
         ("What does 检索增强生成 mean?", {"zh", "en"}),
+        ("线程 stored where?", {"zh", "en"}),
         ("１２３ + 456 = ???", set()),
         ("", set()),
     ],
