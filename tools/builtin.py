@@ -8,9 +8,9 @@ from tools.registry import ToolRegistry, ToolSpec
 CALCULATOR = ToolSpec(
     name="calculator",
     description=(
-        "Evaluate an arithmetic expression exactly: numbers, parentheses, + - * / // % and ** (powers), "
-        "sqrt(x) and cbrt(x). Call it for any calculation instead of computing in your head; pass one "
-        "expression such as '123 * 456', '(2 + 3) ** 2' or 'sqrt(8)'. Not for units, dates or symbolic algebra."
+        "Evaluate an arithmetic expression exactly: numbers, parentheses, + - * / // % ** (powers), sqrt(x), "
+        "cbrt(x). Use it for any calculation instead of computing in your head; pass one expression such as "
+        "'(2 + 3) ** 2' or 'sqrt(8)'. Not for units, dates or symbolic algebra."
     ),
     parameters={
         "type": "object",

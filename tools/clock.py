@@ -145,8 +145,7 @@ PARAMETERS: dict[str, Any] = {
     "additionalProperties": False,
 }
 DESCRIPTION = (
-    "Return today's date, the current time, weekday and time zone. Call it whenever the answer depends on "
-    "the current date or time (today, now, 今天, 几号, 星期几); do not guess dates. Another day: days=1 "
-    "tomorrow; weeks=1 weekday=friday: Friday of next week; also months, years, day (of month), or "
-    "date=YYYY-MM-DD or MM-DD. Returns its date, weekday, days_from_today."
+    "Today's date, time, weekday and time zone: call it whenever the answer depends on the date or time "
+    "(今天, 几号, 星期几); never guess. Another day: days=1 tomorrow; weeks=1 weekday=friday: Friday of next "
+    "week; months, years, day (of month); date=YYYY-MM-DD or MM-DD. Returns its date, weekday, days_from_today."
 )
