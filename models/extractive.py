@@ -36,8 +36,10 @@ _FRAME_WORDS = (
     "know want need like thing things stuff something anything everything question ask help explain describe "
     "show give list tell mean meaning name called work works use used way ways kind sort lot many much "
     "ok okay yes yeah sure fine great cool good nice thank please sorry "
+    "now next then go going keep continue more again else further later think believe feel opinion "
     "怎么办 应该 应当 需要 做 干 办 知道 了解 想 问 问题 东西 事 事情 情况 一下 帮 帮忙 告诉 说 讲 介绍 解释 说明 "
     "谁 叫 名字 意思 哪儿 多 大概 一般 通常 具体 好 好的 行 对 是的 嗯嗯 哈哈 收到 明白 谢谢 不用 "
+    "现在 接下来 然后 之后 下一步 继续 再 还有 别的 其他 干嘛 干什么 觉得 认为 看法 意见 "
 )
 # A full stop ends a sentence, except after an initial ("John C. Messenger"), a list number ("1.") or a
 # common abbreviation; a semicolon does not (it joins clauses of one sentence).

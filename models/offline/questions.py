@@ -17,8 +17,8 @@ from typing import Any
 
 from models.extractive import heading_terms, topic_terms
 
-_WH = (
-    r"什么|啥|怎么|怎样|如何|为什么|为何|哪|谁|多少|多大|多长|多久|多快|几|何时|有何|"
+_WH = (  # "多高", "多远": 多 before a measurable adjective asks how much
+    r"什么|啥|怎么|怎样|如何|为什么|为何|哪|谁|多少|多[大长久快高重远宽深厚贵老早晚]|几|何时|有何|"
     r"\b(?:what|what's|whats|which|who|who's|whom|whose|why|when|where|where's|how|how's)\b"
 )
 _QUESTION = re.compile(
@@ -48,11 +48,12 @@ _ADDRESSED = re.compile(
     re.IGNORECASE,
 )
 _MODAL = re.compile(r"^\s*(?:能不能|能否|可不可以|可以|能|会不会|会)\s*")
-# Making something new is beyond a model that can only quote: "写首诗", "能翻译一下吗".
+# Making something new is beyond a model that can only quote: "写首诗", "能翻译一下吗", and telling "a joke" or
+# "个故事" (a thing to be made up, where "tell me about X" and "讲讲 X" ask to be told what is known).
 _PRODUCING = re.compile(
-    r"^\s*(?:写|作|画|翻译|译|生成|创作|编|改写|重写|润色|修改|唱|做|设计|实现|造|起个|想个|"
+    r"^\s*(?:写|作|画|翻译|译|生成|创作|编|改写|重写|润色|修改|唱|做|设计|实现|造|起个|想个|(?:讲|说)(?:一)?个|"
     r"write|compose|draw|translate|generate|create|make|rewrite|paraphrase|polish|sing|code|implement|"
-    r"design|build|invent|play)",
+    r"design|build|invent|play|tell (?:me |us )?(?:a|an|another|some) )",
     re.IGNORECASE,
 )
 MAX_TOPIC_TERMS = 6  # a bare heading is a few words; a longer phrase without a question is something else
@@ -74,7 +75,7 @@ def asks_the_documents(question: str, passages: Sequence[dict[str, Any]] = ()) -
         rest = text[addressed.end() :]
         return bool(_ASKS.match(rest)) and not _PRODUCING.match(rest)
     if _PRODUCING.match(_MODAL.sub("", text)) and not _ASKS_WH.search(text):
-        return False  # "能写首诗吗": a request to make something, in a question's form
+        return False  # "能写首诗吗", "tell me a joke": a request to make something
     if reads_as_question(text) or _ASKS.match(text):
         return True
     return names_a_heading(text, passages)
