@@ -28,6 +28,9 @@ from models.offline.questions import asks_the_documents
         "can you tell me where memories are stored?",
         "你知道嵌入模型是哪个吗",
         "写配置文件要注意什么？",
+        "一个片段最多多长",
+        "服务器离数据库多远都可以吗",
+        "tell me about the trash",
     ],
 )
 def test_a_question_or_a_request_to_be_told_asks_the_documents(request_text: str) -> None:
@@ -58,6 +61,12 @@ def test_a_question_or_a_request_to_be_told_asks_the_documents(request_text: str
         "I moved to Shenzhen last month",
         "以后叫我老王",
         "make it shorter",
+        "tell me a story about a cat",
+        "给我讲个睡前故事",
+        "and then?",
+        "还有吗",
+        "what do you reckon, is it fine?",
+        "你怎么认为",
     ],
 )
 def test_a_request_that_asks_nothing_of_the_documents_is_not_taken_for_a_question(request_text: str) -> None:
