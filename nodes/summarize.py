@@ -52,7 +52,7 @@ from tools.registry import ToolRegistry
 log = logging.getLogger("kb_agent.summarize")
 
 # The offline model has no window of its own: it gets a small real model's (16k), which holds the tool
-# definitions (~1.9k) and five full passages (~1.6k) with room for history; long threads still fold.
+# definitions (~2.2k) and five full passages (~1.6k) with room for history; long threads still fold.
 OFFLINE_WINDOW = 16_384
 UNKNOWN_WINDOW = 8_192  # an unknown model gets a cautious limit; set KB_AGENT_CONTEXT_WINDOW
 SUMMARY_BLOCK_OVERHEAD = 24  # the marked block's tags and separators around the summary text
