@@ -154,8 +154,9 @@ def test_a_user_without_the_role_is_denied_through_the_graph(kb_home: Path) -> N
     scripted = ScriptedChatModel(
         [AIMessage("", tool_calls=[tool_call("delete_document", {"doc_id": "rag.md"})]), "ok"]
     )
+    # the permission is under test, not the search: no translation call takes the script's first reply
     forced = build_graph(InMemorySaver(), model=scripted).invoke(
-        {"messages": [HumanMessage("remove rag.md")]}, config
+        {"messages": [HumanMessage("remove rag.md")]}, config, context={"cross_language": False}
     )
     [denied] = _tool_messages(forced["messages"], "delete_document")
     assert denied.status == "error" and "permission denied" in denied.content
