@@ -49,8 +49,13 @@ from models.offline.calculation_words import (
 from models.offline.numbers import shown
 
 RESULT = "{result}"  # in a step's expression: the previous step's result
-ARITHMETIC_SHARE = (
-    0.6  # as the retrieval gate's: less of the request than this, and it is not only a calculation
+# As the retrieval gate's: a request whose calculation is less than this share of it is not only a calculation.
+ARITHMETIC_SHARE = 0.6
+_ASKS_RESULT = re.compile(
+    r"计算|算一下|算算|帮我算|等于|是多少|得多少|多少钱|是几|等于几|结果是|=|"
+    r"\b(?:how\s+much|calculate|compute|equals?|work\s+out|figure\s+out)\b|"
+    r"\bwhat(?:'s|\s+is)\s+(?:the\s+)?(?:result|answer|value|total|sum|product)\b",
+    re.IGNORECASE,
 )
 # Words that only ask for the calculation; what else a request says may make it a question of its own.
 _ASKING = re.compile(
@@ -333,13 +338,26 @@ def _plain(e: _Expr) -> _Expr:
     return _Expr(e.text, e.prec, False, e.ref)
 
 
+_NEEDS_LEFT = {POST, CHANGE, BOTH, OF, OFF}  # "8 的平方根", "80 涨了 20%": an operation on what stands before
+_NEEDS_RIGHT = {PRE, VERB, SUM_OF, NEG}  # "根号 2", "add 5": an operation on what follows
+
+
 def _signals(tokens: list[Token]) -> bool:
-    """Whether the request asks for arithmetic: an operator word right beside a number."""
+    """Whether the request asks for arithmetic: an operator word right beside the number it works on
+    ("营收增长了 15%" has a percentage but no number that grew)."""
     for i, token in enumerate(tokens):
-        if token.kind in OPERATORS:
-            neighbours = (tokens[j] for j in (i - 1, i + 1) if 0 <= j < len(tokens))
-            if any(n.kind in (NUM, LPAREN, RPAREN) for n in neighbours):
-                return True
+        before = tokens[i - 1].kind if i > 0 else None
+        after = tokens[i + 1].kind if i + 1 < len(tokens) else None
+        if token.kind in _NEEDS_LEFT:
+            operands = [before]
+        elif token.kind in _NEEDS_RIGHT:
+            operands = [after]
+        elif token.kind in OPERATORS:
+            operands = [before, after]
+        else:
+            continue
+        if any(kind in (NUM, LPAREN, RPAREN) for kind in operands):
+            return True
     return False
 
 
@@ -395,7 +413,10 @@ def read_calculation(
 def _mostly_other_words(text: str, tokens: list[Token]) -> bool:
     """Whether words other than the calculation and the asking for it make up most of the request ("2 + 2
     会议的纪要在哪", "what does the policy say about 2 + 2 meetings?"): a question the calculation is part of,
-    for the documents, the way the retrieval gate weighs it (``ARITHMETIC_SHARE``)."""
+    for the documents, the way the retrieval gate weighs it (``ARITHMETIC_SHARE``). A request that asks for
+    the result ("九九乘法表里七乘八是多少", "how much is …") is a calculation however it is worded."""
+    if _ASKS_RESULT.search(text):
+        return False
     other = sum(len(_ASKING.sub("", t.text).replace(" ", "")) for t in tokens if t.kind == TEXT)
     total = len(_ASKING.sub("", text).replace(" ", ""))
     return total > 0 and other > (1 - ARITHMETIC_SHARE) * total

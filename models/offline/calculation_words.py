@@ -188,6 +188,10 @@ _FILLER = re.compile(
 )
 
 
+# "560 元的外套", "3000 块的工资": after a number and 的, the thing the number is the price or amount of.
+_THING = re.compile(r"\s*[\u4e00-\u9fff]{1,4}\s*")
+
+
 def normalized(text: str) -> str:
     """Full-width digits and signs as ASCII (``８＋２`` → ``8+2``), so one set of patterns reads both."""
     return unicodedata.normalize("NFKC", text)
@@ -340,6 +344,15 @@ def _with_text(text: str, masked: str, tokens: list[Token]) -> list[Token]:
     for token in [*tokens, None]:
         end = token.start if token is not None else len(masked)
         gap = masked[position:end]
+        of_a_thing = (
+            token is not None
+            and len(out) >= 2
+            and out[-1].kind == OF
+            and out[-2].kind == NUM
+            and _THING.fullmatch(gap) is not None
+        )
+        if of_a_thing and (token.kind == CHANGE or (token.kind == POST and token.arg[0] == "mul")):  # type: ignore[index]
+            gap = ""  # "560 元的外套打九折": the coat's price is what is discounted
         if gap.strip() and _FILLER.fullmatch(gap) is None:
             out.append(Token(TEXT, position, end, text[position:end].strip()))
         if token is None:

@@ -176,25 +176,41 @@ def _zh_integer(whole: str) -> int | None:
 
 def en_number(text: str) -> int | float | None:
     """The value of English number words ("one hundred and twenty-three", "twelve hundred", "two point
-    five", "a thousand"), or None."""
+    five", "a thousand"), or None when the words do not make one number ("nineteen ninety", a year said
+    in pairs, or "one two")."""
     whole, _, decimals = re.sub(r"\s+", " ", text.lower().strip()).partition(" point ")
-    total, current, seen = 0, 0, False
+    total, current, last, last_scale = 0, 0, "", 10**12
     for word in re.split(r"[\s-]+", whole):
-        if word in ("and", "") or (word == "a" and not seen):
+        if word == "" or (word == "a" and not last):
+            continue
+        if word == "and":
+            if last not in ("hundred", "scale"):
+                return None
             continue
         if word in _EN_SMALL:
-            current += _EN_SMALL[word]
+            kind = "digit" if _EN_SMALL[word] < 10 else "teen"
+            # a digit follows a tens word, "hundred" or a scale; a teen only "hundred" or a scale
+            if last not in ("", "hundred", "scale") and not (kind == "digit" and last == "tens"):
+                return None
+            current, last = current + _EN_SMALL[word], kind
         elif word in _EN_TENS:
-            current += _EN_TENS[word]
+            if last not in ("", "hundred", "scale"):
+                return None
+            current, last = current + _EN_TENS[word], "tens"
         elif word == "hundred":
-            current = max(current, 1) * 100
+            if (
+                last not in ("", "digit", "teen") or current >= 100
+            ):  # not "twenty hundred", "one hundred hundred"
+                return None
+            current, last = max(current, 1) * 100, "hundred"
         elif word in _EN_SCALE:
+            if (last == "scale" and current == 0) or _EN_SCALE[word] >= last_scale:
+                return None  # "thousand million", "one thousand thousand"
             total += max(current, 1) * _EN_SCALE[word]
-            current = 0
+            current, last, last_scale = 0, "scale", _EN_SCALE[word]
         else:
             return None
-        seen = True
-    if not seen:
+    if not last:
         return None
     if not decimals:
         return total + current

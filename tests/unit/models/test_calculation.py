@@ -44,6 +44,8 @@ def test_what_no_expression_used_is_reported_as_unread(text: str, left_over: lis
         "第 3 章讲了什么",
         "三个苹果和五个梨",
         "which one is better, 3 or 5",
+        "公司营收增长了 15% 吗",  # a percentage, but no number that grew
+        "营收涨了 20% 是真的吗",
     ],
 )
 def test_numbers_and_words_that_only_look_like_arithmetic_are_not_a_calculation(text: str) -> None:
@@ -85,3 +87,10 @@ def test_the_symbols_the_user_typed_are_kept_in_the_expression() -> None:
 def test_a_huge_or_deep_request_is_read_without_recursion_errors(text: str) -> None:
     reading = read_calculation(text)
     assert reading.is_calculation  # read (or declined) promptly; the calculator bounds what it computes
+
+
+def test_a_number_said_as_the_price_of_a_thing_is_what_the_discount_or_rise_applies_to() -> None:
+    assert [s.expression for s in read_calculation("一双 480 元的球鞋打七折要多少钱").steps] == ["480 * 0.7"]
+    assert [s.expression for s in read_calculation("2000 块的房租涨了 5% 是多少").steps] == [
+        "2000 * (1 + (5 / 100))"
+    ]

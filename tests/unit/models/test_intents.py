@@ -112,6 +112,7 @@ def test_the_calculations_once_answered_in_part_are_computed_whole(text: str, va
         ("1.2 亿加 0.8 亿", "200000000"),
         ("三百块钱的七成是多少", "210"),
         ("求 196 的算术平方根", "14"),
+        ("乘法口诀里六乘九是多少", "54"),  # other words, but it asks for the result
     ],
 )
 def test_numbers_in_words_percentages_roots_and_powers_are_read(text: str, value: str) -> None:

@@ -47,6 +47,12 @@ def test_english_number_words() -> None:
     assert en_number("a thousand") == 1000
     assert en_number("three point one four") == 3.14
     assert en_number("someone") is None
+    assert en_number("twenty-five hundred") == 2500
+    assert en_number("two thousand and twenty six") == 2026
+    # Words that do not make one number: a year said in pairs, digits read out one by one.
+    assert en_number("nineteen ninety") is None
+    assert en_number("one two") is None
+    assert en_number("one thousand thousand") is None
 
 
 @pytest.mark.parametrize(
