@@ -85,6 +85,7 @@ class _Expr:
     prec: int
     percent: bool = False
     ref: bool = False
+    part: bool = False  # a fraction ("四分之一"): "360 的四分之一" takes that part of 360
 
 
 @dataclass(frozen=True)
@@ -228,7 +229,9 @@ class _Parser:
                         if not left.percent:
                             raise _Unreadable
                         left = _change("-", right, left)
-                    elif left.percent or right.percent:  # "20% of 150", "1250 的 8%"
+                    elif (
+                        left.percent or right.percent or left.part or right.part
+                    ):  # "20% of 150", "1250 的 8%"
                         left = _binary("*", _plain(left), _plain(right))
                     else:
                         raise _Unreadable
@@ -265,6 +268,8 @@ class _Parser:
             value = token.arg if isinstance(token.arg, Fraction) else Fraction(0)
             if token.number is not None and token.number.percent:
                 return _Expr(f"({shown(value)} / 100)", _ATOM, percent=True)
+            if "分之" in token.text:
+                return _Expr(shown(value), _ATOM, part=True)
             return _number(value)
         if kind == LPAREN:
             self.take(LPAREN)

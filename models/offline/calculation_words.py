@@ -158,7 +158,7 @@ _WORDS: list[tuple[str, str, object]] = [
         r"\b(?:factorial|logarithm|log|ln|sin|cos|tan|sine|cosine|tangent|average|mean|median|remainder|"
         r"absolute|round(?:ed)?|gcd|lcm|derivative|integral|solve|equation|half|twice|double|triple|"
         r"quarter|percentage|what\s+percent|binary|hex(?:adecimal)?|octal|rounded|decimal\s+places?|"
-        r"fraction|scientific\s+notation)\b|二进制|八进制|十六进制|保留.{0,4}位|取整|分数形式|科学计数",
+        r"fraction|scientific\s+notation|pi)\b|π|圆周率|二进制|八进制|十六进制|保留.{0,4}位|取整|分数形式|科学计数",
         UNKNOWN,
         None,
     ),
@@ -291,8 +291,10 @@ def lex(text: str, blanked: list[tuple[int, int]] | None = None) -> list[Token]:
 
 
 _AMBIGUOUS = re.compile(r"times|over|x", re.IGNORECASE)
-_LEFT_OPERAND = {NUM, RPAREN, POST, REF}
-_RIGHT_OPERAND = {NUM, LPAREN, PRE, REF, NEG}
+# What may stand on either side of "times", "over" or "x" for it to be an operator ("pi times 2" too: the
+# request is then a calculation, declined for the pi it cannot read).
+_LEFT_OPERAND = {NUM, RPAREN, POST, REF, UNKNOWN}
+_RIGHT_OPERAND = {NUM, LPAREN, PRE, REF, NEG, UNKNOWN}
 
 
 def _meant(tokens: list[Token]) -> list[Token]:
@@ -312,7 +314,7 @@ def _meant(tokens: list[Token]) -> list[Token]:
             percent = [
                 t
                 for t in (before, after)
-                if t is not None and t.kind == NUM and t.number and t.number.percent
+                if t is not None and t.kind == NUM and t.number and (t.number.percent or "分之" in t.text)
             ]
             if not (percent and between):
                 continue  # "我的问题", "5 的阶乘": a plain 的 / of joins words, it does not multiply

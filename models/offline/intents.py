@@ -175,7 +175,9 @@ def describe_result(
     """One sentence for one tool result, in the user's language."""
     if status == "error":
         reason = content.removeprefix("Error: ")
-        return f"工具 {tool} 没有成功：{reason}" if zh else f"The {tool} tool did not succeed: {reason}"
+        if zh:
+            return f"工具 {tool} 没有成功，无法给出结果：{reason}"
+        return f"The {tool} tool did not succeed, so there is no result: {reason}"
     if tool == "calculator":
         expr = args.get("expression", "")
         return f"{expr} = {content}"

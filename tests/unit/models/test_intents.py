@@ -108,6 +108,7 @@ def test_the_calculations_once_answered_in_part_are_computed_whole(text: str, va
         ("the sum of 3, 4 and 5", "12"),
         ("6 和 7 的积", "42"),
         ("三分之一加三分之二", "1"),
+        ("两百四十的三分之二", "160"),
         ("负五加三", "-2"),
         ("1.2 亿加 0.8 亿", "200000000"),
         ("三百块钱的七成是多少", "210"),
@@ -132,6 +133,7 @@ def test_numbers_in_words_percentages_roots_and_powers_are_read(text: str, value
         "then add 5",  # a result that does not exist
         "先算 4 的平方，然后求它的平均数",
         "what is 6 + 6 in binary",  # a form of the result it cannot give
+        "what is pi times 3",  # a constant it does not know
         "22 除以 7 保留三位小数",
     ],
 )
@@ -279,9 +281,9 @@ def test_compose_answer_reports_errors_without_a_result() -> None:
     zh = intents.compose_answer(
         "计算 1/0", [("calculator", {"expression": "1/0"}, "Error: division by zero", "error")]
     )
-    assert zh == "工具 calculator 没有成功：division by zero"
+    assert zh == "工具 calculator 没有成功，无法给出结果：division by zero"
     en = intents.compose_answer("1 over 0", [("calculator", {"expression": "1/0"}, "Error: boom", "error")])
-    assert en == "The calculator tool did not succeed: boom"
+    assert en == "The calculator tool did not succeed, so there is no result: boom"
 
 
 def test_compose_answer_for_dates() -> None:
