@@ -51,3 +51,10 @@ def languages_of(texts: Iterable[str]) -> frozenset[str]:
         if len(found) == len(LANGUAGES):
             break
     return frozenset(found)
+
+
+def main_language(text: str) -> str:
+    """The language most of ``text`` is written in (English when it has no letters): a passage quoting one
+    term of the other language is still of its own."""
+    units = script_units(text[:4000])
+    return ZH if units[ZH] > units[EN] else EN

