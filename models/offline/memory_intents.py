@@ -25,7 +25,13 @@ from stores.memory.extraction import (
     stated_sensitive_fact,
 )
 from stores.memory.history import asks, is_history
-from stores.memory.questions import about_user_as_a_whole, about_user_life, is_calculation, topic
+from stores.memory.questions import (
+    about_user_as_a_whole,
+    about_user_life,
+    is_calculation,
+    reads_as_question,
+    topic,
+)
 from stores.memory.rules import ExtractionRequest, content_problem
 from stores.text_analysis import has_cjk, term_set, tokenize
 
@@ -49,6 +55,7 @@ _MEMORY_QUESTION = re.compile(
     r"\b(?:about me|what do you (?:know|remember)|did I ask|have I asked|my (?:name|preferences?))\b",
     re.IGNORECASE,
 )
+CLOSEST_SHOWN = 3  # memories shown, framed as possibly unrelated, when none answers a question about the user
 _ASKED_BEFORE = re.compile(r"问过|问了什么|\b(?:asked|did I ask)\b", re.IGNORECASE)
 _MEMORY_BLOCK = re.compile(r"<(用户长期记忆|user_memories)[^>]*>\n(.*?)\n</\1>", re.S)
 _MEMORY_LINE = re.compile(r"^- \[([^\]\n]*)\] \((\w+)(, weak match)?\) (.*)$", re.M)
@@ -60,8 +67,9 @@ _QUESTION_WORDS = (
 
 
 def is_question(text: str) -> bool:
-    """A question, not a statement: "我喜欢什么样的回答？" asks, it does not tell."""
-    return bool(_QUESTION.search(text.strip()))
+    """A question, not a statement: "我喜欢什么样的回答？" asks, it does not tell (nor does "我习惯用左手
+    还是右手写字", without its mark)."""
+    return bool(_QUESTION.search(text.strip())) or reads_as_question(text)
 
 
 # Asking for something ("帮我查…", "我想了解…", "tell me…", "I'm looking for…"): a request, not news.
@@ -85,7 +93,12 @@ _EN_TELLING = re.compile(
     re.IGNORECASE,
 )
 _ZH_TELLING = re.compile(
-    r"(?<![给帮替让叫])我|咱|[了啊呀啦哦喔嘛呗]\s*[。！!~～]*$|[！!]\s*$|有点|很|太|挺|真|好(?!的)|特别|非常"
+    r"(?<![给帮替让叫])我|咱|了(?!解)|[啊呀啦哦喔嘛呗]\s*[。！!~～]*$|[！!]\s*$|有点|很|太|挺|真|好(?!的)|特别|非常"
+)
+# A question word anywhere ("我最爱看哪类电影", "so where's the form"): asking, whatever the punctuation.
+_ASKING = re.compile(
+    r"[?？]|哪(?!怕)|啥|谁|咋|几|多少|多久|什么|怎|为何|是否|\b(?:what|which|who|whom|whose|where|when|why|how)\b",
+    re.IGNORECASE,
 )
 
 
@@ -93,7 +106,13 @@ def told_statement(text: str) -> bool:
     """Whether ``text`` tells something ("我今天有点累", "it is raining here") rather than asks, requests,
     greets, calculates, or asks to remember or forget: news the offline rules may or may not keep."""
     plain = text.strip()
-    if not plain or is_question(plain) or asks(plain) or _REQUEST.search(plain) or is_calculation(plain):
+    if (
+        not plain
+        or is_question(plain)
+        or _ASKING.search(plain)
+        or _REQUEST.search(plain)
+        or is_calculation(plain)
+    ):
         return False
     if has_forget_intent(plain) or has_remember_intent(plain) or not topic(plain):
         return False  # nothing of its own besides greetings and pronouns: "hello", "thanks, that helped"
@@ -103,7 +122,11 @@ def told_statement(text: str) -> bool:
 def not_stored_reply(question: str, memories: Sequence[dict[str, str]] = ()) -> str | None:
     """For a statement the offline rules keep nothing of (checked against the extractor's own proposal):
     that it was not stored, and how to have it kept. None for anything else."""
-    if not told_statement(question) or wants_memory(question, memories) or _proposal(question, list(memories)):
+    if (
+        not told_statement(question)
+        or wants_memory(question, memories)
+        or _proposal(question, list(memories))
+    ):
         return None
     if has_cjk(question):
         return (
@@ -125,7 +148,7 @@ def memory_answers(question: str) -> bool:
         return True
     if has_remember_intent(question):
         return False
-    asking = is_question(question) or asks(question)
+    asking = is_question(question) or asks(question) or bool(_ASKING.search(question))
     return asking and (about_user_life(question) or bool(_MEMORY_QUESTION.search(question)))
 
 
@@ -294,7 +317,18 @@ def _about_user_reply(question: str, messages: Sequence[BaseMessage], zh: bool) 
     if not matching:
         if not memory_answers(question):
             return None
-        return "我没有关于这个问题的记忆。" if zh else "I have no memory about that."
+        # Recall's closeness is weak across languages ("我玩什么乐器？" and "The user plays the cello"): the
+        # closest memories are shown for what they are, as the closest passages of a search would be.
+        closest = [m for m in memories if not m.get("related", True)][:CLOSEST_SHOWN]
+        text = "我没有关于这个问题的记忆。" if zh else "I have no memory about that."
+        if closest:
+            head = (
+                "\n我记得的关于你的其他信息（可能与此无关）：\n"
+                if zh
+                else "\nOther things I remember about you (they may not answer it):\n"
+            )
+            text += head + _lines(closest)
+        return text
     return ("根据我记住的信息：\n" if zh else "From what I remember about you:\n") + _lines(matching)
 
 
@@ -349,7 +383,8 @@ def memory_reply(
         m.get("related", True) and not is_history(m["content"]) for m in memories_in_prompt(messages)
     )
     if memory_answers(question) or (
-        is_question(question) and (_SELF_QUESTION.search(question) or (recalled and _ABOUT_ME.search(question)))
+        is_question(question)
+        and (_SELF_QUESTION.search(question) or (recalled and _ABOUT_ME.search(question)))
     ):
         return _about_user_reply(question, messages, zh)
     memories = memories_in_prompt(messages)

@@ -17,6 +17,7 @@ from stores.base import MemoryRecord
 from stores.memory.attributes import asked_attribute, attribute_of, replaced_by
 from stores.memory.checks import high_risk
 from stores.memory.history import history_operation
+from stores.memory.questions import reads_as_question
 from stores.memory.rules import (
     ExtractionRequest,
     has_forget_intent,
@@ -76,7 +77,7 @@ def _first_sentence(text: str) -> tuple[str, bool]:
     text = text.strip()
     match = _SENTENCE_END.search(text)
     sentence = text[: match.start()] if match else text
-    question = bool(match and match.group().strip() in {"?", "？"}) or bool(re.search(r"[吗呢]$", sentence))
+    question = bool(match and match.group().strip() in {"?", "？"}) or reads_as_question(sentence)
     return sentence.strip(" ，,:：;；"), question
 
 

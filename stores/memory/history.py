@@ -30,7 +30,7 @@ MAX_QUESTION_CHARS = 200
 HISTORY, FACT = "history", "fact"  # how a memory is listed: what the user asked, or what holds about them
 
 _ASKS = re.compile(
-    r"[?？]\s*$|[吗呢]\s*[。.]?$|什么|哪些|哪里|哪个|怎么|怎样|如何|为什么|为何|多少|几[个篇条天次]|是否|能否|"
+    r"[?？]\s*$|[吗呢]\s*[。.]?$|什么|哪(?!怕)|啥|谁|咋|怎么|怎样|如何|为什么|为何|多少|几[个篇条天次]|是否|能否|"
     r"([\u4e00-\u9fff])[不没]\1|"  # 能不能, 有没有, 是不是: a question without a question mark
     r"^\s*(?:what|which|who|whom|whose|where|when|why|how|do|does|did|is|are|can|could|should|would|will)\b",
     re.I,

@@ -18,6 +18,27 @@ import unicodedata
 
 from stores.text_analysis import term_set, tokenize
 
+# -- whether it asks at all -------------------------------------------------------------------------
+# A question word asks wherever it stands in Chinese, with or without a mark: "我喜欢什么样的回答", "我习惯
+# 用左手还是右手" ("还是" between two choices; after the subject it means "still": "我还是喜欢…"), but not
+# "什么都"/"什么也" (anything) nor "哪怕" (even if). English asks with a mark or by its first word.
+_ZH_ASKS = re.compile(
+    r"什么(?![都也])|哪(?!怕)|谁|啥|咋|怎|多少|多久|为何|为什么|是否|"
+    r"几(?=[个点号时天次岁年月周位种样])|(?<![我他她们户在实是])还是(?=.)|"
+    r"([\u4e00-\u9fff])[不没]\1|[吗呢]\s*[。.!！]?\s*$"
+)
+_EN_ASKS = re.compile(
+    r"^\W*(?:what|which|who|whom|whose|where|when|why|how|do|does|did|is|are|am|can|could|should|would|will)\b"
+)
+
+
+def reads_as_question(text: str) -> bool:
+    """Whether a sentence asks: a question mark, a Chinese question word anywhere, or an English sentence
+    opening with a question word or an auxiliary."""
+    plain = _plain(text).strip()
+    return "?" in plain or bool(_ZH_ASKS.search(plain) or _EN_ASKS.search(plain))
+
+
 # -- who the question is about ----------------------------------------------------------------------
 # The user in the first person singular ("我们" is a team or a company, a subject of its own).
 # Not the one who asks for something ("告诉我…", "帮我查…", "can you tell me…"): that "me" is the requester.
@@ -85,7 +106,7 @@ _NO_SUBJECT_WORDS = (
     "would will 多久 "
     "tell say know wonder please 做 干 帮 帮忙 能 会 help "
     # people in the conversation
-    "我 你 您 自己 用户 i me my mine myself you your yours user "
+    "我 你 您 自己 用户 i me my mine myself you your yours user u ur ya "
     # greetings and small talk
     "你好 您好 早上好 中午好 下午好 晚上好 早安 晚安 嗨 哈喽 哈啰 在 在吗 在不在 忙 忙吗 好 最近 怎么样 还好 "
     "谢谢 多谢 辛苦 拜拜 再见 hello hi hey hiya morning afternoon evening there up going doing good fine well "
@@ -95,7 +116,7 @@ _NO_SUBJECT_WORDS = (
     "记忆 印象 一切 全部 所有 个人 方面 "
     "remember remembered recall recalled memory memories know knew known learn learned learnt store stored "
     "save saved keep kept note noted record recorded hold held information info thing things stuff detail "
-    "details fact facts data anything everything something all so far yet got have has had about on of "
+    "details fact facts data anything everything something all so far yet got have has had about abt bout on of "
     "regarding concerning me"
 )
 
