@@ -338,8 +338,13 @@ def nothing_found(zh: bool) -> str:
     return "The knowledge base has nothing on this: the search returned no passages."
 
 
-def summary_head(topic: str, count: int, zh: bool) -> str:
-    """The first line of an extractive summary, in the reader's language."""
+def summary_head(topic: str, count: int, zh: bool, *, about: bool = True) -> str:
+    """The first line of an extractive summary, in the reader's language; ``about`` False when no passage
+    holds the topic's words (they are the closest found, not passages about it)."""
+    if not about:
+        if zh:
+            return f"知识库中与「{topic}」最接近的 {count} 段资料（不一定与它有关）要点："
+        return f"The {count} passage{'s' if count != 1 else ''} closest to '{topic}' (they may not be about it):"
     if zh:
         return f"关于「{topic}」，知识库中的 {count} 段资料要点："
     return f"What {count} passage{'s say' if count != 1 else ' says'} about '{topic}':"
@@ -348,7 +353,7 @@ def summary_head(topic: str, count: int, zh: bool) -> str:
 def extractive_summary(topic: str, passages: Sequence[dict[str, Any]]) -> str:
     """A bullet summary of ``passages`` about ``topic``: one or two quoted sentences each, cited."""
     zh = has_cjk(topic) or any(has_cjk(str(p.get("text", ""))) for p in passages[:1])
-    head = summary_head(topic, len(passages), zh)
+    head = summary_head(topic, len(passages), zh, about=any(answers_it(topic, p) for p in passages))
     bullets = [
         f"- {' '.join(best_sentences(topic, str(p.get('text', '')), limit=2, budget=SUMMARY_TOKENS))} [{p.get('id')}]"
         for p in passages

@@ -208,8 +208,10 @@ def _summary_text(data: dict[str, Any], zh: bool) -> str:
             else f"The knowledge base has nothing on '{topic}' to summarise."
         )
     if data.get("model") == "offline-extractive":
-        _head, _, body = summary.partition("\n")
-        return summary_head(topic, len(data.get("sources") or []), zh) + "\n" + body
+        head, _, body = summary.partition("\n")
+        count = len(data.get("sources") or [])
+        about = head not in {summary_head(topic, count, lang, about=False) for lang in (True, False)}
+        return summary_head(topic, count, zh, about=about) + "\n" + body
     return summary
 
 

@@ -61,3 +61,20 @@ def test_passages_that_came_back_are_never_called_nothing() -> None:
         assert "[a.md#0]" in reply and reply != nothing_found("法" in question)
         assert "nothing" not in reply and "没有找到" not in reply
     assert answer_from_passages("What is the capital of France?", []) == nothing_found(False)
+
+
+def test_a_summary_of_passages_that_do_not_hold_the_topic_says_they_are_only_the_closest() -> None:
+    from models.extractive import extractive_summary
+    from models.offline.kb_intents import describe_kb_result
+
+    unrelated = [{"id": "a.md#0", "text": "The office opens at nine."}]
+    summary = extractive_summary("parking rules", unrelated)
+    assert summary.startswith("The 1 passage closest to 'parking rules' (they may not be about it):")
+    assert "[a.md#0]" in summary
+    related = [{"id": "b.md#0", "text": "Parking rules: level B2 is for visitors."}]
+    assert extractive_summary("parking rules", related).startswith("What 1 passage says about 'parking rules':")
+    import json
+
+    data = {"topic": "parking rules", "summary": summary, "sources": ["a.md#0"], "model": "offline-extractive"}
+    chinese = describe_kb_result("generate_summary", json.dumps(data), True, "总结一下 parking rules")
+    assert chinese is not None and chinese.startswith("知识库中与「parking rules」最接近的 1 段资料")
