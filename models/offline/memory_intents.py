@@ -75,7 +75,7 @@ def is_question(text: str) -> bool:
 # Asking for something ("帮我查…", "我想了解…", "tell me…", "I'm looking for…"): a request, not news.
 _REQUEST = re.compile(
     r"请|帮|麻烦|给我|告诉|列出|列一下|查|搜|找|计算|算一下|解释|说明|介绍|总结|翻译|看看|讲讲|说说|"
-    r"我(?:想|要|需要|希望|打算)|想(?:知道|了解|问|看)|"
+    r"(?:我|想|要|需要|希望)(?:知道|了解|问问?|查|看看|找|咨询|请教|申请|办理)|"
     r"^\W*(?:please|tell|show|list|find|search|explain|summari[sz]e|give|calculate|compute|help|describe|"
     r"translate|define|look\s+up|get|open|check|count|compare|convert|delete|remove|add|make|write|send)\b|"
     r"\bi\s*(?:want|'d\s+like|would\s+like|need|wonder|am\s+looking|'m\s+looking|am\s+trying|'m\s+trying)\b|"

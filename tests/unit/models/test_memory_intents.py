@@ -27,7 +27,12 @@ def _ask(question: str, recalled: tuple[tuple[str, str, str], ...] = (), weak: b
 
 @pytest.mark.parametrize(
     "question",
-    ["你还记得我的什么信息？", "what do you know about me?", "说说你对我的了解吧", "What have you kept about me so far?"],
+    [
+        "你还记得我的什么信息？",
+        "what do you know about me?",
+        "说说你对我的了解吧",
+        "What have you kept about me so far?",
+    ],
 )
 def test_what_do_you_remember_about_me_answers_with_the_recalled_facts(question: str) -> None:
     reply = _ask(question, FACTS + HISTORY)
@@ -47,7 +52,9 @@ def test_with_nothing_kept_the_answer_says_nothing_is_kept() -> None:
     assert not reply.tool_calls and "nothing about you" in reply.text
 
 
-@pytest.mark.parametrize("question", ["我平时喜欢喝什么？", "What's my favourite colour?", "我一般几点睡觉？"])
+@pytest.mark.parametrize(
+    "question", ["我平时喜欢喝什么？", "What's my favourite colour?", "我一般几点睡觉？"]
+)
 def test_a_question_about_the_users_own_habits_is_answered_from_memory_even_with_none(question: str) -> None:
     reply = _ask(question, FACTS, weak=True)  # recalled, but none related
     assert not reply.tool_calls  # not a search of the documents, not a date
@@ -62,6 +69,7 @@ def test_a_question_about_the_users_own_habits_is_answered_from_memory_even_with
         ("刚跑完步，腿好酸啊", "没有保存"),
         ("I just got back from a long trip", "did not store"),
         ("我们组下个月搬去三楼了", "没有保存"),
+        ("我周五要去上海出差", "没有保存"),  # a plan told, not a request to the assistant
         ("honestly the coffee here is terrible", "did not store"),
     ],
 )
@@ -71,8 +79,9 @@ def test_a_statement_the_rules_do_not_keep_is_said_to_be_not_stored(statement: s
     assert "记住了" not in reply.text and "I remember" not in reply.text and "今天是" not in reply.text
 
 
-@pytest.mark.parametrize("request_text", ["我想了解一下差旅报销", "I'm looking for the VPN guide", "hello"])
+@pytest.mark.parametrize(
+    "request_text", ["我想了解一下差旅报销", "我要查一下报销进度", "I'm looking for the VPN guide", "hello"]
+)
 def test_a_request_or_a_greeting_is_not_taken_for_a_statement(request_text: str) -> None:
     reply = _ask(request_text)
     assert "没有保存" not in reply.text and "did not store" not in reply.text
-
