@@ -25,7 +25,7 @@ from stores.text_analysis import term_set, tokenize
 _ZH_ASKS = re.compile(
     r"什么(?![都也])|哪(?!怕)|谁|啥|咋|怎|多少|多久|为何|为什么|是否|"
     r"几(?=[个点号时天次岁年月周位种样])|(?<![我他她们户在实是])还是(?=.)|"
-    r"([\u4e00-\u9fff])[不没]\1|[吗呢]\s*[。.!！]?\s*$"
+    r"([\u4e00-\u9fff])[不没]\1|吗\s*[。.!！]?\s*$|呢\s*[。.]?\s*$"  # "在下雪呢！" tells
 )
 _EN_ASKS = re.compile(
     r"^\W*(?:what|which|who|whom|whose|where|when|why|how|do|does|did|is|are|am|can|could|should|would|will)\b"

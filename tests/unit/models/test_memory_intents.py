@@ -71,6 +71,8 @@ def test_a_question_about_the_users_own_habits_is_answered_from_memory_even_with
         ("我们组下个月搬去三楼了", "没有保存"),
         ("我周五要去上海出差", "没有保存"),  # a plan told, not a request to the assistant
         ("honestly the coffee here is terrible", "did not store"),
+        ("the weather here is lovely today", "did not store"),  # told, not a weather question
+        ("我这边在下雪呢！", "没有保存"),
     ],
 )
 def test_a_statement_the_rules_do_not_keep_is_said_to_be_not_stored(statement: str, said: str) -> None:
@@ -80,7 +82,14 @@ def test_a_statement_the_rules_do_not_keep_is_said_to_be_not_stored(statement: s
 
 
 @pytest.mark.parametrize(
-    "request_text", ["我想了解一下差旅报销", "我要查一下报销进度", "I'm looking for the VPN guide", "hello"]
+    "request_text",
+    [
+        "我想了解一下差旅报销",
+        "我要查一下报销进度",
+        "I'm looking for the VPN guide",
+        "hello",
+        "明天天气怎么样",
+    ],
 )
 def test_a_request_or_a_greeting_is_not_taken_for_a_statement(request_text: str) -> None:
     reply = _ask(request_text)
