@@ -123,13 +123,22 @@ def _has_previous_answer(messages: Sequence[BaseMessage]) -> bool:
     return sum(isinstance(m, HumanMessage) for m in messages) >= 2
 
 
-def plan_kb_steps(question: str, tools: set[str], messages: Sequence[BaseMessage]) -> list[Step] | None:
-    """A plan for a knowledge-base request, or None when the question is not one."""
+def plan_feedback(question: str, tools: set[str], messages: Sequence[BaseMessage]) -> list[Step] | None:
+    """A rating of the previous answer ("刚才那个回答不太准确"), or None: a judgement of what the assistant
+    said, so it is read before the rules for what the user tells about themselves."""
     judging = _ABOUT_PREVIOUS.search(question) and not question.rstrip().endswith(("?", "？"))
     if "submit_feedback" in tools and _has_previous_answer(messages) and judging:
         rating = "bad" if _BAD.search(question) else "good" if _GOOD.search(question) else None
         if rating:
             return [Step("submit_feedback", {"rating": rating, "reason": question.strip()[:1000]})]
+    return None
+
+
+def plan_kb_steps(question: str, tools: set[str], messages: Sequence[BaseMessage]) -> list[Step] | None:
+    """A plan for a knowledge-base request, or None when the question is not one."""
+    feedback = plan_feedback(question, tools, messages)
+    if feedback is not None:
+        return feedback
     counting = _STATS.search(question) and not _SEARCH.search(question) and not _TOPICAL.search(question)
     if "knowledge_stats" in tools and counting:
         return [Step("knowledge_stats", {})]

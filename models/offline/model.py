@@ -61,6 +61,8 @@ class OfflineChatModel(LocalChatModel):
         results = {m.tool_call_id: m for m in turn if isinstance(m, ToolMessage)}
         kb_steps = tool_intents.plan_tool_steps(question, names)
         if kb_steps is None:
+            kb_steps = kb_intents.plan_feedback(question, names, messages)
+        if kb_steps is None:
             kb_steps = memory_intents.plan_memory_steps(question, names, messages)
         if kb_steps is None and memory_intents.wants_memory(
             question, memory_intents.memories_in_prompt(messages)
@@ -89,15 +91,9 @@ class OfflineChatModel(LocalChatModel):
                 if result is None:
                     continue
                 status = (
-                    "error"
-                    if result.status == "error" or result.text.startswith("Error:")
-                    else "success"
+                    "error" if result.status == "error" or result.text.startswith("Error:") else "success"
                 )
-                failed = (
-                    failed
-                    or status == "error"
-                    or kb_intents.found_nothing(call["name"], result.text)
-                )
+                failed = failed or status == "error" or kb_intents.found_nothing(call["name"], result.text)
                 executed.append((call["name"], call["args"], result.text, status))
                 if call["name"] == "calculator" and status == "success":
                     last_calc = result.text
@@ -114,7 +110,9 @@ class OfflineChatModel(LocalChatModel):
             return self._message("", tool_calls=calls, messages=sent)
         if executed:
             return self._message(self._compose(question, executed), messages=sent)
-        reply = self._reply(question, messages, names) or kb_intents.knowledge_reply(question, messages, names)
+        reply = self._reply(question, messages, names) or kb_intents.knowledge_reply(
+            question, messages, names
+        )
         return self._message(reply or intents.capabilities_reply(question, names), messages=sent)
 
     @staticmethod
