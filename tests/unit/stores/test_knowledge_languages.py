@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import uuid
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,8 @@ from stores.embeddings import HashingEmbedder
 from stores.knowledge.knowledge_base import KnowledgeBase
 from stores.knowledge.languages import languages_in, languages_of, written_in
 from stores.knowledge.manifest import MANIFEST_FILE, FileRecord, Manifest
+
+POSTGRES_URL = os.environ.get("KB_TEST_POSTGRES_URL", "")
 
 
 @pytest.mark.parametrize(
@@ -137,3 +141,29 @@ def test_manifest_rows_keep_unknown_apart_from_no_language(tmp_path: Path) -> No
     assert sorted(manifest.languages_by_groups(), key=json.dumps) == sorted(
         [(["public"], None), (["public"], []), (["eng"], ["en", "zh"])], key=json.dumps
     )
+
+
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_a_ledger_from_before_languages_gets_the_column_with_every_row_unknown(
+    tmp_path: Path, backend: str
+) -> None:
+    if backend == "postgres" and not POSTGRES_URL:
+        pytest.skip("KB_TEST_POSTGRES_URL is not set (.ci/run starts Postgres and sets it)")
+    url = POSTGRES_URL if backend == "postgres" else ""
+    namespace = f"langs_{uuid.uuid4().hex[:8]}"
+    old = Manifest(tmp_path, database_url=url, namespace=namespace)
+    old.put(FileRecord("a.md", "h", 1, ["public"], ["a.md#0"], ["c"], languages=["en"]))
+    with old._connect() as db:  # the table as an older release created it
+        db.execute(f"ALTER TABLE {old.files} DROP COLUMN languages")
+    old.close()
+    reopened = Manifest(tmp_path, database_url=url, namespace=namespace)
+    try:
+        assert reopened.get("a.md").languages is None
+        assert reopened.languages_by_groups() == [(["public"], None)]
+        reopened.put(FileRecord("b.md", "h2", 1, ["public"], ["b.md#0"], ["c2"], languages=["zh"]))
+        assert reopened.get("b.md").languages == ["zh"]
+    finally:
+        with reopened._connect() as db:
+            db.execute(f"DROP TABLE {reopened.files}")
+            db.execute(f"DROP TABLE {reopened.meta_table}")
+        reopened.close()
