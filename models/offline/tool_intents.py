@@ -36,7 +36,16 @@ _DELETE = [
 
 # What no built-in tool can know: asked for, the offline model says so instead of answering something else.
 _NO_TOOL: list[tuple[re.Pattern[str], str, str, str]] = [
-    (re.compile(r"天气|气温|下雨|下雪|\bweather\b|\bforecast\b", re.I), "weather", "查询天气", "the weather"),
+    (  # asks what the weather is or will be: "What weather feature do climatologists study?" asks the documents
+        re.compile(
+            r"天气|气温|下雨|下雪|\b(?:what|how)(?:'s| is| will)(?: the)? weather\b|\bweather (?:like|in|at|for|today|"
+            r"tomorrow|tonight|now|this|next|be|going)\b|\bforecast\b|\b(?:is it|will it) (?:going to )?(?:rain|snow)",
+            re.I,
+        ),
+        "weather",
+        "查询天气",
+        "the weather",
+    ),
     (re.compile(r"股价|\bstock (?:price|market)\b", re.I), "stock", "查询股价", "stock prices"),
     (re.compile(r"汇率|\bexchange rate\b", re.I), "exchange", "查询汇率", "exchange rates"),
     (

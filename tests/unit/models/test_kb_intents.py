@@ -259,3 +259,20 @@ def test_a_question_that_mentions_a_summary_is_not_a_summary_request(question: s
 )
 def test_a_request_for_a_summary_calls_generate_summary(question: str) -> None:
     assert "generate_summary" in (tools_of(question) or [])
+
+
+@pytest.mark.parametrize(
+    ("question", "needs_weather"),
+    [
+        ("how's the weather in Lyon?", True),
+        ("will it rain tomorrow", True),
+        ("weather for Berlin this weekend", True),
+        ("明天北京气温多少", True),
+        ("Which weather records did the survey keep?", False),
+        ("What weather feature do climatologists model?", False),
+    ],
+)
+def test_only_a_request_for_the_weather_itself_needs_a_weather_tool(question: str, needs_weather: bool) -> None:
+    from models.offline.tool_intents import missing_capability
+
+    assert (missing_capability(question, ALL_TOOLS) is not None) == needs_weather
