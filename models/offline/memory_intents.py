@@ -119,22 +119,27 @@ def told_statement(text: str) -> bool:
     return bool(_ZH_TELLING.search(plain) or _EN_TELLING.search(plain))
 
 
-def not_stored_reply(question: str, memories: Sequence[dict[str, str]] = ()) -> str | None:
+def not_stored_reply(
+    question: str, memories: Sequence[dict[str, str]] = (), tools: set[str] | None = None
+) -> str | None:
     """For a statement the offline rules keep nothing of (checked against the extractor's own proposal):
-    that it was not stored, and how to have it kept. None for anything else."""
+    that it was not stored, and how to have it kept. None for anything else, and where the run keeps no
+    memory at all (no ``remember`` among ``tools``): there nothing told is ever kept, and the answer is
+    what the model can do."""
     if (
-        not told_statement(question)
+        (tools is not None and "remember" not in tools)
+        or not told_statement(question)
         or wants_memory(question, memories)
         or _proposal(question, list(memories))
     ):
         return None
     if has_cjk(question):
         return (
-            "这句话没有保存为记忆；离线规则只保存你明确要求记住的内容（如“记住……”）和你说明的偏好"
+            "这句话没有保存为长期记忆；离线规则只保存你明确要求记住的内容（如“记住……”）和你说明的偏好"
             "（如“我喜欢……”）。"
         )
     return (
-        "I did not store that as a memory: the offline rules keep only what you ask me to remember "
+        "I did not store that as a long-term memory: the offline rules keep only what you ask me to remember "
         "('remember that …') and preferences you state ('I prefer …')."
     )
 
@@ -195,7 +200,7 @@ def wants_memory(question: str, memories: Sequence[dict[str, str]] = ()) -> bool
 def plan_memory_steps(question: str, tools: set[str], messages: Sequence[BaseMessage]) -> list[Step] | None:
     """A ``remember`` call for a statement to keep, or None (a remember request is never arithmetic)."""
     memories = memories_in_prompt(messages)
-    if memory_answers(question) or not_stored_reply(question, memories) is not None:
+    if memory_answers(question) or not_stored_reply(question, memories, tools) is not None:
         return []  # answered from memory, or said not to be stored: no tool call, no date, no search
     if "remember" not in tools or not wants_memory(question, memories):
         return None
@@ -388,7 +393,7 @@ def memory_reply(
     ):
         return _about_user_reply(question, messages, zh)
     memories = memories_in_prompt(messages)
-    if (untold := not_stored_reply(question, memories)) is not None:
+    if (untold := not_stored_reply(question, memories, tools)) is not None:
         return untold
     if not wants_memory(question, memories):
         return None

@@ -121,7 +121,7 @@ class OfflineChatModel(LocalChatModel):
         does (a tool that is not offered, a memory question or statement, what could not be computed)."""
         return (
             # a statement told is no request for a missing tool: "the weather here is lovely" is news
-            memory_intents.not_stored_reply(question, memory_intents.memories_in_prompt(messages))
+            memory_intents.not_stored_reply(question, memory_intents.memories_in_prompt(messages), names)
             or tool_intents.unavailable_reply(question, names)
             or memory_intents.memory_reply(question, messages, names)
             or intents.unread_reply(question, names)
