@@ -44,8 +44,8 @@ from tools.builtin import builtin_registry
 from tools.registry import ToolRegistry
 
 ROOT = Path(__file__).resolve().parents[2]
-# Tight limits so a short thread folds: history budget ≈ 1,800 − 225 − 90 − prompt − tools − question.
-TIGHT = HistoryLimits.resolve(1_800, keep_recent_rounds=2, summary_max_tokens=300)
+# Tight limits so a short thread folds: history budget ≈ 2,100 − 225 − 90 − prompt − tools − question (get_current_date's arguments added ~300 tokens of tools).
+TIGHT = HistoryLimits.resolve(2_100, keep_recent_rounds=2, summary_max_tokens=300)
 
 
 def build_stm_graph(
@@ -143,7 +143,10 @@ def test_200_offline_turns_keep_every_request_within_the_budget() -> None:
     assert [m.text for m in history if isinstance(m, HumanMessage)] == [
         _question(i) for i in range(200)
     ]
-    assert len(state["messages"]) < len(history) / 5
+    # Older rounds were folded out of the state: the whole history no longer fits the budget, what is kept does
+    # (a count of messages would depend on how long the offline model's replies happen to be).
+    assert count_message_tokens(state["messages"]) <= limits.input_budget < count_message_tokens(history)
+    assert len(state["messages"]) < len(history) / 2
     assert_well_formed(history)
     assert_well_formed(state["messages"])
     assert isinstance(state["messages"][0], HumanMessage)
