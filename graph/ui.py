@@ -268,10 +268,11 @@ def feedback_route(ask_server: AskServer) -> Callable[[Request], Awaitable[Respo
         if status != 200 or not isinstance(state, dict):
             raise Refusal(404, f"no thread {thread_id!r} of yours")
         question, answer, cited = rated_answer(state.get("values") or {}, message_id)
-        store = services_for(settings).feedback()
         record: dict[str, Any] = {"user_id": settings.user_id, "thread_id": thread_id, "rating": rating, "reason": reason}
         record.update(question=question, answer=answer, cited=cited)
-        feedback_id = await run_in_threadpool(lambda: store.add(**record))
+        # Opening the services resolves the data dir (a relative one asks for the working directory) and
+        # may open stores: file work that the server's event loop must not wait on.
+        feedback_id = await run_in_threadpool(lambda: services_for(settings).feedback().add(**record))
         return _json({"feedback_id": feedback_id, "rating": rating, "counts": cited is not None})
 
     return feedback
