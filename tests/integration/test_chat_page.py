@@ -8,8 +8,6 @@ Playwright is missing.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,16 +16,12 @@ import httpx
 import pytest
 
 from tests.fixtures.browser import Page
+from tests.fixtures.chat_server import TOKENS, blocking_calls, relative_home_server
 from tests.fixtures.openai_server import OpenAIServer, ScriptedReply
-from tests.fixtures.serve import REPO_ROOT, DevServer, dev_env
+from tests.fixtures.serve import DevServer, dev_env
 
 pytestmark = pytest.mark.server
 
-TOKENS = {
-    "tok-alice": {"user": "alice", "roles": ["user"]},
-    "tok-hana": {"user": "hana", "roles": ["user"], "groups": ["hr"]},
-    "tok-bob": {"user": "bob", "roles": ["admin"]},
-}
 INJECTION = "Office notice <script>alert('pwned')</script> <img src=x onerror=alert(1)> for the travel desk."
 HR_TEXT = "The L5 salary band is 88,000 CNY per month."
 
@@ -47,15 +41,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
     )
     (docs / "hr" / "bands.md").write_text(f"# Compensation\n\n{HR_TEXT}\n", "utf-8")
     (docs / "hr" / ".groups").write_text("hr\n", "utf-8")
-    env = dev_env(tmp / "home")
-    env["KB_AGENT_EMBEDDER"] = "hashing"
-    ingest = subprocess.run(
-        [sys.executable, "-m", "cli", "ingest", str(docs)],
-        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert ingest.returncode == 0, ingest.stderr
-    env["KB_AGENT_API_TOKENS"] = json.dumps(TOKENS)
-    srv = DevServer(env=env, log=tmp / "server.log")
+    srv = relative_home_server(tmp, docs)  # as the README starts it: KB_AGENT_HOME=./.kb-agent
     try:
         srv.start()
     except RuntimeError as exc:
@@ -236,6 +222,10 @@ def test_every_control_has_a_label_and_the_keyboard_reaches_them(tab: Page) -> N
              .map(e => e.outerHTML)"""
     )
     assert unlabelled == []
+
+
+def test_no_flow_above_made_a_blocking_call_on_the_servers_event_loop(server: DevServer) -> None:
+    assert blocking_calls(server) == []
 
 
 SLOW_ANSWER = "The first part of a slow answer arrives now, " + "and the rest takes its time to come. " * 4

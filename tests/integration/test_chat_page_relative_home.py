@@ -7,44 +7,19 @@ refuses on the event loop; every other server test sets an absolute home, so onl
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from langgraph_sdk import get_sync_client
 
-from tests.fixtures.serve import REPO_ROOT, DevServer, dev_env
+from tests.fixtures.chat_server import blocking_calls, relative_home_server
+from tests.fixtures.serve import DevServer
 
 pytestmark = pytest.mark.server
 
-TOKENS = {
-    "tok-alice": {"user": "alice", "roles": ["user"]},
-    "tok-hana": {"user": "hana", "roles": ["user"], "groups": ["hr"]},
-}
 ALICE = {"Authorization": "Bearer tok-alice"}
-
-
-def relative_home_server(tmp: Path, docs: Path) -> DevServer:
-    """A ``langgraph dev`` whose ``KB_AGENT_HOME`` is ``./.kb-agent`` in its working directory, with ``docs``
-    ingested there first (by the CLI, from the same directory)."""
-    env = dev_env(Path(".kb-agent"))
-    env["KB_AGENT_EMBEDDER"] = "hashing"
-    workdir = tmp / "langgraph-dev"  # where DevServer runs the server
-    workdir.mkdir(parents=True, exist_ok=True)
-    env["PYTHONPATH"] = str(REPO_ROOT)
-    ingest = subprocess.run(
-        [sys.executable, "-m", "cli", "ingest", str(docs)],
-        cwd=workdir, env=env, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert ingest.returncode == 0, ingest.stderr
-    assert (workdir / ".kb-agent").is_dir()
-    env["KB_AGENT_API_TOKENS"] = json.dumps(TOKENS)
-    return DevServer(env=env, log=tmp / "server.log")
 
 
 @pytest.fixture(scope="module")
@@ -101,5 +76,4 @@ def test_every_page_route_answers_with_a_relative_home(server: DevServer) -> Non
 
 def test_no_blocking_call_was_caught_on_the_event_loop(server: DevServer) -> None:
     _answer(server, "计算 6 × 7")
-    log = server.log.read_text("utf-8", "replace")
-    assert "BlockingError" not in log and "blocking call" not in log, log[-3000:]
+    assert blocking_calls(server) == []
