@@ -12,7 +12,6 @@ caller (so a thread that is not theirs is "not found" here exactly as it is on t
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -20,75 +19,43 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse, RedirectResponse, Response
+from starlette.responses import FileResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from graph.auth import Unauthenticated, identify
 from graph.services import services_for
-from nodes.context import ConfigError, resolve_run
+from graph.ui_documents import DOCUMENT_ROUTES
+from graph.ui_http import (
+    MAX_REASON,
+    SECURITY_HEADERS,
+    AskServer,
+    Refusal,
+    caller_settings,
+    guarded,
+    json_response,
+    needs,
+    read_body,
+)
 from nodes.settings import Settings
 from stores.feedback import RATINGS, answer_digest
 from tools.permissions import grant_for
 
 STATIC = Path(__file__).with_name("ui_static")
+JS, CSS, SVG = "text/javascript", "text/css", "image/svg+xml"
 FILES = {
-    "app.js": "text/javascript",
-    "app.css": "text/css",
-    "i18n.js": "text/javascript",
-    "icon.svg": "image/svg+xml",
+    "app.js": JS,
+    "dom.js": JS,
+    "i18n.js": JS,
+    "markdown.js": JS,
+    "messages.js": JS,
+    "side.js": JS,
+    "threads.js": JS,
+    "documents.js": JS,
+    "app.css": CSS,
+    "icon.svg": SVG,
+    # third-party, copied unchanged from npm (vendor/vendor.json: versions, sources, digests, licences)
+    "vendor/markdown-it.js": JS,
+    "vendor/purify.js": JS,
 }
-# No inline script or style, nothing from elsewhere, no framing: text from documents, tools and models is
-# put on the page as text (never HTML), and this is the second wall should that ever slip.
-CSP = (
-    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; "
-    "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
-)
-SECURITY_HEADERS = {
-    "content-security-policy": CSP,
-    "x-content-type-options": "nosniff",
-    "referrer-policy": "no-referrer",
-    "cache-control": "no-store",
-}
-MAX_REASON = 2000
-
-AskServer = Callable[[Request, str, str], Awaitable[tuple[int, Any]]]
-
-
-class Refusal(Exception):
-    def __init__(self, status: int, detail: str) -> None:
-        super().__init__(detail)
-        self.status, self.detail = status, detail
-
-
-def _json(value: Any, status: int = 200) -> JSONResponse:
-    return JSONResponse(value, status_code=status, headers=SECURITY_HEADERS)
-
-
-def caller_settings(request: Request) -> Settings:
-    """The settings a run of this caller would get: the deployment's, with the token's user, roles, groups."""
-    try:
-        user = identify(dict(request.headers.raw))
-    except Unauthenticated as exc:
-        raise Refusal(401, str(exc)) from None
-    try:
-        return resolve_run(None, {}, Settings.current(), user=user).settings
-    except ConfigError as exc:  # e.g. a user who holds no token any more
-        raise Refusal(403, str(exc)) from None
-
-
-def _guarded(handler: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
-    async def guarded(request: Request) -> Response:
-        try:
-            return await handler(request)
-        except Refusal as refused:
-            return _json({"detail": refused.detail}, refused.status)
-
-    return guarded
-
-
-def _needs(settings: Settings, permission: str) -> None:
-    if not grant_for(settings).allows(permission):
-        raise Refusal(403, f"your roles do not grant {permission}")
 
 
 async def page(request: Request) -> Response:
@@ -100,7 +67,7 @@ async def page(request: Request) -> Response:
 async def static(request: Request) -> Response:
     name = request.path_params["name"]
     if name not in FILES:
-        return _json({"detail": "not found"}, 404)
+        return json_response({"detail": "not found"}, 404)
     kind = FILES[name] if name.endswith(".svg") else f"{FILES[name]}; charset=utf-8"
     return FileResponse(STATIC / name, media_type=kind, headers=SECURITY_HEADERS)
 
@@ -113,9 +80,9 @@ async def me(request: Request) -> Response:
     except Refusal as refused:
         if refused.status != 401:
             raise
-        return _json({"signed_in": False, "detail": refused.detail})
+        return json_response({"signed_in": False, "detail": refused.detail})
     grant = grant_for(settings)
-    return _json(
+    return json_response(
         {
             "signed_in": True,
             "user": settings.user_id,
@@ -123,6 +90,8 @@ async def me(request: Request) -> Response:
             "groups": list(settings.group_list),
             "memory": grant.allows("memory:read"),
             "feedback": grant.allows("feedback:write"),
+            "documents": grant.allows("kb:read"),
+            "change_documents": grant.allows("kb:admin"),
         }
     )
 
@@ -138,9 +107,18 @@ async def passage(request: Request) -> Response:
 
     found = await run_in_threadpool(read)
     if not found:
-        return _json({"detail": f"no passage {chunk_id!r} you may read"}, 404)
+        return json_response({"detail": f"no passage {chunk_id!r} you may read"}, 404)
     p = found[0]
-    return _json({"id": p.get("id", chunk_id), "source": p.get("source", ""), "text": p.get("text", "")})
+    meta = p.get("metadata") or {}
+    return json_response(
+        {
+            "id": p.get("id", chunk_id),
+            "source": p.get("source", ""),
+            "title": str(meta.get("title") or ""),
+            "heading": str(meta.get("section") or ""),
+            "text": p.get("text", ""),
+        }
+    )
 
 
 def _memories(settings: Settings) -> Any:
@@ -149,7 +127,7 @@ def _memories(settings: Settings) -> Any:
 
 async def memories(request: Request) -> Response:
     settings = caller_settings(request)
-    _needs(settings, "memory:read")
+    needs(settings, "memory:read")
 
     def read() -> dict[str, Any]:
         from stores.memory.history import memory_kind
@@ -177,7 +155,7 @@ async def memories(request: Request) -> Response:
         ]
         return {"memories": kept, "pending": held}
 
-    return _json(await run_in_threadpool(read))
+    return json_response(await run_in_threadpool(read))
 
 
 async def forget(request: Request) -> Response:
@@ -192,7 +170,7 @@ async def forget(request: Request) -> Response:
         return store.manage(settings.user_id, "DELETE", memory_id=memory_id, source="ui")
 
     entry = await run_in_threadpool(delete)
-    return _json({"status": entry.status, "id": memory_id})
+    return json_response({"status": entry.status, "id": memory_id})
 
 
 async def resolve_pending(request: Request) -> Response:
@@ -202,9 +180,9 @@ async def resolve_pending(request: Request) -> Response:
     settings = caller_settings(request)
     action = request.path_params["action"]
     if action not in ("confirm", "drop"):
-        return _json({"detail": "not found"}, 404)
+        return json_response({"detail": "not found"}, 404)
     if action == "confirm":
-        _needs(settings, "memory:write")
+        needs(settings, "memory:write")
     try:
         pending_id = int(request.path_params["pending_id"])
     except ValueError:
@@ -217,17 +195,7 @@ async def resolve_pending(request: Request) -> Response:
             raise Refusal(404, str(exc)) from None
 
     entry = await run_in_threadpool(resolve)
-    return _json({"status": entry.status, "id": pending_id})
-
-
-async def _body(request: Request) -> dict[str, Any]:
-    try:
-        body = json.loads(await request.body() or b"{}")
-    except ValueError:
-        raise Refusal(422, "the body must be JSON") from None
-    if not isinstance(body, dict):
-        raise Refusal(422, "the body must be a JSON object")
-    return body
+    return json_response({"status": entry.status, "id": pending_id})
 
 
 def rated_answer(values: dict[str, Any], message_id: str) -> tuple[str | None, str, list[str] | None]:
@@ -254,8 +222,8 @@ def feedback_route(ask_server: AskServer) -> Callable[[Request], Awaitable[Respo
     async def feedback(request: Request) -> Response:
         """Rate one answer of one of the caller's threads (read from the thread as the caller)."""
         settings = caller_settings(request)
-        _needs(settings, "feedback:write")
-        body = await _body(request)
+        needs(settings, "feedback:write")
+        body = await read_body(request)
         rating, message_id, reason = body.get("rating"), body.get("message_id"), body.get("reason")
         if rating not in RATINGS:
             raise Refusal(422, f"rating must be one of {', '.join(RATINGS)}")
@@ -268,12 +236,17 @@ def feedback_route(ask_server: AskServer) -> Callable[[Request], Awaitable[Respo
         if status != 200 or not isinstance(state, dict):
             raise Refusal(404, f"no thread {thread_id!r} of yours")
         question, answer, cited = rated_answer(state.get("values") or {}, message_id)
-        record: dict[str, Any] = {"user_id": settings.user_id, "thread_id": thread_id, "rating": rating, "reason": reason}
+        record: dict[str, Any] = {
+            "user_id": settings.user_id,
+            "thread_id": thread_id,
+            "rating": rating,
+            "reason": reason,
+        }
         record.update(question=question, answer=answer, cited=cited)
         # Opening the services resolves the data dir (a relative one asks for the working directory) and
         # may open stores: file work that the server's event loop must not wait on.
         feedback_id = await run_in_threadpool(lambda: services_for(settings).feedback().add(**record))
-        return _json({"feedback_id": feedback_id, "rating": rating, "counts": cited is not None})
+        return json_response({"feedback_id": feedback_id, "rating": rating, "counts": cited is not None})
 
     return feedback
 
@@ -283,12 +256,13 @@ def ui_app(ask_server: AskServer) -> Starlette:
     routes = [
         Route("/ui", lambda request: RedirectResponse("/ui/", status_code=308)),
         Route("/ui/", page),
-        Route("/ui/static/{name}", static),
-        Route("/ui/api/me", _guarded(me)),
-        Route("/ui/api/passages/{chunk_id:path}", _guarded(passage)),
-        Route("/ui/api/memories", _guarded(memories)),
-        Route("/ui/api/memories/{memory_id}", _guarded(forget), methods=["DELETE"]),
-        Route("/ui/api/pending/{pending_id}/{action}", _guarded(resolve_pending), methods=["POST"]),
-        Route("/ui/api/threads/{thread_id}/feedback", _guarded(feedback_route(ask_server)), methods=["POST"]),
+        Route("/ui/static/{name:path}", static),
+        Route("/ui/api/me", guarded(me)),
+        Route("/ui/api/passages/{chunk_id:path}", guarded(passage)),
+        Route("/ui/api/memories", guarded(memories)),
+        Route("/ui/api/memories/{memory_id}", guarded(forget), methods=["DELETE"]),
+        Route("/ui/api/pending/{pending_id}/{action}", guarded(resolve_pending), methods=["POST"]),
+        Route("/ui/api/threads/{thread_id}/feedback", guarded(feedback_route(ask_server)), methods=["POST"]),
+        *DOCUMENT_ROUTES,
     ]
     return Starlette(routes=routes)

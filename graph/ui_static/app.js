@@ -1,65 +1,15 @@
 // The kb-agent chat page. It talks to the server's LangGraph API (threads, streamed runs, state, resume)
-// and to /ui/api (identity, cited passages, memories, ratings) with the caller's bearer token.
-// Every piece of text from the server is put on the page with textContent: never parsed as HTML.
-import { t, translatePage } from "./i18n.js";
+// and to /ui/api (identity, passages, memories, ratings, documents) with the caller's bearer token.
+// Text from the server reaches the page as textContent, or as Markdown through the sanitiser (markdown.js).
+import { $, SignedOut, TOKEN_KEY, api, el, failed, hooks, say, state } from "./dom.js";
+import { showDocuments } from "./documents.js";
+import { LANG, t, translatePage } from "./i18n.js";
+import { questionBlock, renderMessages, setToolStatus } from "./messages.js";
+import { closeSide, forgetPassages, showMemories } from "./side.js";
+import { listThreads, setThread, showThreads, threadInAddress } from "./threads.js";
 
 const GRAPH = "kb_agent";
-const TOKEN_KEY = "kb-agent-token";
-const CITATION = /\[([^\[\]\s]+#\d+)\]/g;
-const $ = (id) => document.getElementById(id);
-
-let threadId = null;
-let running = null; // the AbortController of the run being streamed
-let pendingApproval = null;
-let mayRate = false;
-
-class SignedOut extends Error {}
-
-function el(tag, props = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(props)) {
-    if (key === "text") node.textContent = value;
-    else if (key === "class") node.className = value;
-    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
-    else node.setAttribute(key, value);
-  }
-  for (const child of children) node.append(child);
-  return node;
-}
-
-function headers(extra = {}) {
-  const token = sessionStorage.getItem(TOKEN_KEY);
-  return token ? { ...extra, Authorization: `Bearer ${token}` } : extra;
-}
-
-async function api(path, { method = "GET", body, signal } = {}) {
-  const init = { method, signal, headers: headers(body === undefined ? {} : { "Content-Type": "application/json" }) };
-  if (body !== undefined) init.body = JSON.stringify(body);
-  const response = await fetch(path, init);
-  if (response.status === 401) {
-    signOut(t("expired"));
-    throw new SignedOut();
-  }
-  let data = null;
-  try {
-    data = await response.json();
-  } catch {
-    data = null;
-  }
-  if (!response.ok) {
-    const detail = data && typeof data.detail === "string" ? data.detail : `${response.status}`;
-    throw new Error(detail);
-  }
-  return data;
-}
-
-function say(text) {
-  $("status").textContent = text;
-}
-
-function failed(error) {
-  if (!(error instanceof SignedOut)) say(`${t("failed")}: ${error.message}`);
-}
+const THEME_KEY = "kb-agent-theme";
 
 function lost(error) {
   // fetch rejects with a TypeError when the server cannot be reached: what is shown may be cut off
@@ -70,9 +20,10 @@ function lost(error) {
 // ---- signing in --------------------------------------------------------------------------------------
 
 function signOut(note = "") {
-  if (running) running.abort();
+  if (state.running) state.running.abort();
   sessionStorage.removeItem(TOKEN_KEY);
   setThread(null);
+  forgetPassages();
   $("app").hidden = true;
   $("signin").hidden = false;
   $("signin-note").textContent = note;
@@ -83,7 +34,7 @@ function signOut(note = "") {
 async function start() {
   let me;
   try {
-    const response = await fetch("/ui/api/me", { headers: headers() });
+    const response = await fetch("/ui/api/me", { headers: headersOnly() });
     if (!response.ok) throw new Error(`${response.status}`);
     me = await response.json();
     if (!me.signed_in) {
@@ -96,169 +47,127 @@ async function start() {
     $("signin-note").textContent = `${t("failed")}: ${error.message}`;
     return;
   }
+  state.me = me;
   $("signin").hidden = true;
   $("app").hidden = false;
   $("who").textContent = `${t("signedInAs")} ${me.user}`;
   $("show-memories").hidden = !me.memory;
-  mayRate = Boolean(me.feedback);
-  await listThreads();
+  $("show-documents").hidden = !me.documents;
   $("question").focus();
-}
-
-// ---- threads -----------------------------------------------------------------------------------------
-
-function titleOf(thread) {
-  if (typeof thread.metadata?.title === "string" && thread.metadata.title) return thread.metadata.title;
-  const messages = thread.values?.messages || [];
-  const first = messages.find((m) => m.type === "human" && typeof m.content === "string");
-  return first ? first.content.slice(0, 60) : t("untitled");
-}
-
-async function listThreads() {
-  const threads = await api("/threads/search", {
-    method: "POST",
-    body: { limit: 50, sort_by: "updated_at", sort_order: "desc" },
-  });
-  const list = $("threads");
-  list.replaceChildren();
-  for (const thread of threads) {
-    const when = thread.updated_at ? new Date(thread.updated_at).toLocaleString() : "";
-    const button = el("button", { type: "button", class: "thread", onclick: () => openThread(thread.thread_id) },
-      el("span", { class: "thread-title", text: titleOf(thread) }), el("span", { class: "thread-when", text: when }));
-    if (thread.thread_id === threadId) button.setAttribute("aria-current", "true");
-    list.append(el("li", {}, button));
+  const wanted = threadInAddress();
+  try {
+    if (wanted) await openThread(wanted, { push: false });
+    else await newThread();
+  } catch (error) {
+    failed(error);
   }
+  $("question").focus();
 }
 
-function setThread(id) {
-  threadId = id;
-  if (id) document.body.dataset.thread = id;
-  else delete document.body.dataset.thread;
+function headersOnly() {
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  return token ? { Authorization: `Bearer ${token}` } : {};
 }
 
-async function openThread(id) {
-  if (running) running.abort();
-  setThread(id);
-  await reload();
+// ---- threads and the empty state ---------------------------------------------------------------------
+
+async function openThread(id, { push = true } = {}) {
+  if (state.running) state.running.abort();
+  showChat();
+  closeDrawer();
+  setThread(id, { push });
+  $("empty").hidden = true;
+  try {
+    await reload();
+  } catch (error) {
+    if (error.status !== 404 && error.status !== 403) throw error;
+    await newThread();
+    say(t("threadGone"));
+    return;
+  }
   await listThreads();
   $("question").focus();
 }
 
-function newThread() {
-  if (running) running.abort();
+async function newThread() {
+  if (state.running) state.running.abort();
+  showChat();
+  closeDrawer();
   setThread(null);
-  pendingApproval = null;
+  state.pendingApproval = null;
   $("log").replaceChildren();
   $("approval").hidden = true;
   say("");
-  listThreads().catch(failed);
   $("question").focus();
-}
-
-// ---- rendering messages ------------------------------------------------------------------------------
-
-function withCitations(text) {
-  const out = document.createDocumentFragment();
-  let last = 0;
-  for (const match of text.matchAll(CITATION)) {
-    out.append(text.slice(last, match.index));
-    const chunk = match[1];
-    out.append(el("a", { href: "#", class: "citation", "data-chunk": chunk, text: match[0],
-      onclick: (event) => { event.preventDefault(); showPassage(chunk); } }));
-    last = match.index + match[0].length;
+  try {
+    await listThreads();
+  } catch (error) {
+    if (error instanceof SignedOut) return; // one refused request, then the page waits for a token
+    failed(error);
   }
-  out.append(text.slice(last));
-  return out;
+  await showEmpty();
 }
 
-function toolLine(callId, name) {
-  const id = `tool-${callId}`;
-  let line = document.getElementById(id);
-  if (!line) {
-    line = el("p", { class: "tool", id, "data-tool": name },
-      el("span", { class: "tool-name", text: `${t("tool")} ${name}` }), el("span", { class: "tool-status" }));
-    $("log").append(line);
+async function showEmpty() {
+  const empty = $("empty");
+  $("empty-hello").textContent = t("hello", { user: state.me?.user || "" });
+  empty.hidden = false;
+  let overview;
+  try {
+    overview = await api("/ui/api/overview");
+  } catch {
+    overview = { documents: 0, languages: [], titles: [] };
   }
-  return line;
+  if (state.threadId) return;
+  const langs = (overview.languages || []).map((code) => t(`lang_${code}`)).join(t("and"));
+  $("empty-holds").textContent = overview.documents
+    ? t("holds", { n: overview.documents, langs }) : t("holdsNone");
+  const examples = (overview.titles || []).slice(0, 3).map((title) => t("exampleQ", { title }));
+  $("empty-try").hidden = !examples.length;
+  $("examples").replaceChildren(...examples.map((question) => el("li", {}, el("button", { type: "button",
+    class: "example", text: question, onclick: () => { $("question").value = question; $("ask-form").requestSubmit(); } }))));
 }
 
-function setToolStatus(callId, name, status, detail = "") {
-  const line = toolLine(callId, name);
-  line.dataset.status = status;
-  const why = detail ? `: ${String(detail).replace(/^Error: /, "").slice(0, 300)}` : "";
-  line.querySelector(".tool-status").textContent = ` — ${t(status)}${why}`;
-}
+// ---- the thread's state ------------------------------------------------------------------------------
 
-function rateButtons(message) {
-  const box = el("span", { class: "rate" });
-  for (const rating of ["good", "bad"]) {
-    box.append(el("button", { type: "button", class: `rate-${rating}`, "aria-label": t(rating), text: t(`${rating}Short`),
-      onclick: () => rate(message.id, rating, box) }));
-  }
-  return box;
-}
-
-function answerBlock(message, { final = true } = {}) {
-  const text = typeof message.content === "string" ? message.content : "";
-  const body = el("div", { class: "text" });
-  body.append(withCitations(text));
-  const block = el("article", { class: "message ai", "data-id": message.id || "" }, body);
-  if (final && message.id && mayRate) block.append(rateButtons(message));
-  return block;
-}
-
-function renderMessages(messages) {
-  const log = $("log");
-  log.replaceChildren();
-  const outcome = new Map(messages.filter((m) => m.type === "tool").map((m) => [m.tool_call_id, m]));
-  for (const m of messages) {
-    if (m.type === "human" && typeof m.content === "string") {
-      log.append(el("article", { class: "message human" }, el("div", { class: "text", text: m.content })));
-    } else if (m.type === "ai") {
-      for (const call of m.tool_calls || []) {
-        const result = outcome.get(call.id);
-        if (!result) setToolStatus(call.id, call.name, "approval_requested");
-        else if (result.status === "error") setToolStatus(call.id, call.name, "error", typeof result.content === "string" ? result.content : "");
-        else setToolStatus(call.id, call.name, "done");
-      }
-      if (typeof m.content === "string" && m.content && !(m.tool_calls || []).length) log.append(answerBlock(m));
-    }
-  }
-  log.scrollTop = log.scrollHeight;
-}
-
-function interruptsOf(state) {
-  const found = [...(state.interrupts || [])];
-  for (const task of state.tasks || []) found.push(...(task.interrupts || []));
+function interruptsOf(snapshot) {
+  const found = [...(snapshot.interrupts || [])];
+  for (const task of snapshot.tasks || []) found.push(...(task.interrupts || []));
   return found.map((i) => i.value).filter((v) => v && v.kind === "tool_approval");
 }
 
+// The page's own words for what a call will do: never the account written for the model or the operator.
+function describeCall(request) {
+  if (request.tool === "delete_document" && request.args?.doc_id) return t("deleteDoc", { doc: request.args.doc_id });
+  return t("wantsTo", { tool: request.tool });
+}
+
 function showApproval(request) {
-  pendingApproval = request;
+  state.pendingApproval = request;
   const box = $("approval");
   box.hidden = !request;
   if (!request) return;
-  $("approval-what").textContent = `${request.tool}: ${request.description || ""}`;
+  $("approval-what").textContent = `${request.tool}: ${describeCall(request)}`;
   $("approval-args").textContent = JSON.stringify(request.args, null, 2);
   $("approval-reason").value = "";
-  $("approve").focus();
+  $("reject").focus(); // the safe choice: Enter on an approval card never deletes anything
 }
 
 let watching = null;
 
 async function reload() {
-  if (!threadId) return;
-  const id = threadId;
-  const [state, thread] = await Promise.all([api(`/threads/${id}/state`), api(`/threads/${id}`)]);
-  if (id !== threadId) return;
-  renderMessages(state.values?.messages || []);
-  const approvals = interruptsOf(state);
-  showApproval(approvals[0] || null);
+  if (!state.threadId) return;
+  const id = state.threadId;
+  const [snapshot, thread] = await Promise.all([api(`/threads/${id}/state`), api(`/threads/${id}`)]);
+  if (id !== state.threadId) return;
+  $("empty").hidden = true;
+  renderMessages(snapshot.values?.messages || []);
+  showApproval(interruptsOf(snapshot)[0] || null);
   clearTimeout(watching);
   if (thread.status === "busy") {
     // a run of this thread is still going (started elsewhere, or resumed by a restarted server): look again
     say(t("stillAnswering"));
-    watching = setTimeout(() => { if (id === threadId && !running) reload().catch(lost); }, 2000);
+    watching = setTimeout(() => { if (id === state.threadId && !state.running) reload().catch(lost); }, 2000);
   } else {
     say("");
   }
@@ -266,9 +175,9 @@ async function reload() {
 
 // ---- asking and streaming ----------------------------------------------------------------------------
 
-function* events(buffer) {
+function* events(blocks) {
   // Server-sent events: blocks separated by a blank line, "event:" and "data:" lines.
-  for (const block of buffer) {
+  for (const block of blocks) {
     let event = "message";
     const data = [];
     for (const line of block.split("\n")) {
@@ -297,7 +206,8 @@ function onEvent(event, data, streamed) {
     block.querySelector(".text").textContent += chunk.content;
     document.body.dataset.streamed = String(Number(document.body.dataset.streamed || 0) + 1);
   } else if (event === "custom" && data?.type === "tool_call" && data.call_id) {
-    setToolStatus(data.call_id, data.tool, data.status, data.error || data.reason || "");
+    const reason = data.status === "approval_denied" ? (data.reason && !/needs a person/.test(data.reason) ? data.reason : "") : "";
+    setToolStatus(data.call_id, data.tool, data.status, { args: data.args, result: data.result ?? data.error, reason });
   } else if (event === "error") {
     say(`${t("failed")}: ${data?.message || data?.error || JSON.stringify(data)}`);
   }
@@ -306,17 +216,17 @@ function onEvent(event, data, streamed) {
 
 async function stream(body) {
   const controller = new AbortController();
-  running = controller;
+  state.running = controller;
   $("stop").hidden = false;
   $("send").disabled = true;
   say(t("thinking"));
   const streamed = new Map();
   let cut = false;
   try {
-    const response = await fetch(`/threads/${threadId}/runs/stream`, {
+    const response = await fetch(`/threads/${state.threadId}/runs/stream`, {
       method: "POST",
       signal: controller.signal,
-      headers: headers({ "Content-Type": "application/json" }),
+      headers: { ...headersOnly(), "Content-Type": "application/json" },
       body: JSON.stringify({ assistant_id: GRAPH, stream_mode: ["messages-tuple", "custom"], on_disconnect: "cancel", ...body }),
     });
     if (response.status === 401) {
@@ -339,15 +249,11 @@ async function stream(body) {
       for (const [event, data] of events(blocks)) onEvent(event, data, streamed);
     }
   } catch (error) {
-    if (controller.signal.aborted) {
-      say(t("stopped"));
-    } else if (error instanceof TypeError) {
-      cut = true; // the network failed under the stream: the server went away
-    } else {
-      say(`${t("failed")}: ${error.message}`);
-    }
+    if (controller.signal.aborted) say(t("stopped"));
+    else if (error instanceof TypeError) cut = true; // the network failed under the stream: the server went away
+    else say(`${t("failed")}: ${error.message}`);
   } finally {
-    running = null;
+    state.running = null;
     $("stop").hidden = true;
     $("send").disabled = false;
   }
@@ -369,116 +275,114 @@ async function stream(body) {
 
 function offerReload() {
   for (const block of document.querySelectorAll(".streaming")) block.classList.add("cut");
-  const status = $("status");
-  status.replaceChildren(el("span", { text: `${t("cut")} ` }),
+  $("status").replaceChildren(el("span", { text: `${t("cut")} ` }),
     el("button", { type: "button", id: "reload", text: t("reload"),
       onclick: () => reload().then(listThreads).catch(lost) }));
 }
 
 async function ask(event) {
   event.preventDefault();
-  if (running) return;
+  if (state.running) return;
   const question = $("question").value.trim();
   if (!question) {
     say(t("empty"));
     return;
   }
   try {
-    if (!threadId) {
+    if (!state.threadId) {
       // titled by its first question (not every runtime lists threads with their messages)
       const thread = await api("/threads", { method: "POST", body: { metadata: { title: question.slice(0, 80) } } });
-      setThread(thread.thread_id);
+      setThread(thread.thread_id, { push: true });
+      $("empty").hidden = true;
     }
     $("question").value = "";
-    $("log").append(el("article", { class: "message human" }, el("div", { class: "text", text: question })));
+    for (const old of document.querySelectorAll("#log .edit-question, #log .regenerate")) old.remove();
+    $("log").append(questionBlock(question, { last: true }));
     await stream({ input: { messages: [{ role: "user", content: question }] } });
   } catch (error) {
     failed(error);
   }
 }
 
+// Regenerate, or ask the last question again as edited: the run starts from the thread's checkpoint just
+// before that question, so the thread continues from there (the earlier answer is left on its branch).
+async function rerun(question = null) {
+  if (state.running || !state.threadId) return;
+  try {
+    const id = state.threadId;
+    const snapshot = await api(`/threads/${id}/state`);
+    const messages = snapshot.values?.messages || [];
+    const at = messages.findLastIndex((m) => m.type === "human");
+    if (at < 0) return;
+    const asked = question ?? messages[at].content;
+    const past = await api(`/threads/${id}/history`, { method: "POST", body: { limit: 100 } });
+    const before = past.find((s) => (s.values?.messages || []).length === at && !(s.next || []).length)
+      || past.find((s) => (s.values?.messages || []).length === at);
+    const body = { input: { messages: [{ role: "user", content: asked }] } };
+    if (before?.checkpoint?.checkpoint_id) body.checkpoint_id = before.checkpoint.checkpoint_id;
+    renderMessages(messages.slice(0, at));
+    $("log").append(questionBlock(asked, { last: true }));
+    await stream(body);
+  } catch (error) {
+    failed(error);
+  }
+}
+
 async function decide(approved) {
-  const request = pendingApproval;
-  if (!request || running) return;
+  const request = state.pendingApproval;
+  if (!request || state.running) return;
   const reason = $("approval-reason").value.trim();
   const resume = { approved, call_id: request.call_id, digest: request.digest };
   if (reason) resume.reason = reason;
   showApproval(null);
+  if (!approved) setToolStatus(request.call_id, request.tool, "approval_denied", { args: request.args, reason });
   await stream({ command: { resume } });
 }
 
-// ---- ratings, passages, memories ---------------------------------------------------------------------
+// ---- views, drawer, theme ----------------------------------------------------------------------------
 
-async function rate(messageId, rating, box) {
-  try {
-    const result = await api(`/ui/api/threads/${threadId}/feedback`, { method: "POST", body: { message_id: messageId, rating } });
-    box.replaceChildren(el("span", { class: "rated", text: result.counts ? t("rated") : t("ratedNoEffect") }));
-  } catch (error) {
-    failed(error);
-  }
+function showChat() {
+  $("documents-view").hidden = true;
+  for (const id of ["log", "ask-form", "status"]) $(id).hidden = false;
 }
 
-function openSide(title, ...content) {
-  $("side-title").textContent = title;
-  $("side-body").replaceChildren(...content);
-  $("side").hidden = false;
-  $("close-side").focus();
+function openDocuments() {
+  closeDrawer();
+  $("empty").hidden = true;
+  $("approval").hidden = true;
+  for (const id of ["log", "ask-form"]) $(id).hidden = true;
+  showDocuments(() => { showChat(); if (state.threadId) reload().catch(failed); else newThread(); });
 }
 
-async function showPassage(chunk) {
-  try {
-    const found = await api(`/ui/api/passages/${encodeURIComponent(chunk)}`);
-    openSide(`${t("passage")}: ${found.id}`, el("p", { class: "source", text: found.source }),
-      el("div", { class: "passage", text: found.text }));
-  } catch (error) {
-    if (!(error instanceof SignedOut)) openSide(t("passage"), el("p", { text: t("noPassage") }));
-  }
+function openDrawer() {
+  document.body.classList.add("drawer-open");
+  $("open-threads").setAttribute("aria-expanded", "true");
+  $("new-thread").focus();
 }
 
-async function showMemories() {
-  let data;
-  try {
-    data = await api("/ui/api/memories");
-  } catch (error) {
-    if (!(error instanceof SignedOut)) openSide(t("memories"), el("p", { text: t("noMemory") }));
-    return;
-  }
-  // What holds about the user first; the questions they asked (interaction history) in a list of their own.
-  const kept = el("ul", { class: "memories" });
-  const asked = el("ul", { class: "history" });
-  for (const memory of data.memories) {
-    const list = memory.kind === "history" ? asked : kept;
-    list.append(el("li", { class: "memory" }, el("span", { text: memory.content }),
-      el("button", { type: "button", text: t("delete"), "aria-label": `${t("delete")}: ${memory.content}`,
-        onclick: () => memoryAction(`/ui/api/memories/${encodeURIComponent(memory.id)}`, "DELETE") })));
-  }
-  const held = el("ul", { class: "pending" });
-  for (const item of data.pending) {
-    held.append(el("li", { class: "pending-memory" }, el("span", { text: item.content }),
-      el("button", { type: "button", text: t("confirm"), "aria-label": `${t("confirm")}: ${item.content}`,
-        onclick: () => memoryAction(`/ui/api/pending/${item.id}/confirm`, "POST") }),
-      el("button", { type: "button", text: t("drop"), "aria-label": `${t("drop")}: ${item.content}`,
-        onclick: () => memoryAction(`/ui/api/pending/${item.id}/drop`, "POST") })));
-  }
-  const none = () => el("p", { class: "none", text: t("none") });
-  const history = asked.children.length ? [el("h3", { text: t("asked") }), asked] : [];
-  openSide(t("memories"), el("h3", { text: t("pending") }), data.pending.length ? held : none(),
-    el("h3", { text: t("kept") }), kept.children.length ? kept : none(), ...history);
+function closeDrawer() {
+  if (!document.body.classList.contains("drawer-open")) return;
+  document.body.classList.remove("drawer-open");
+  $("open-threads").setAttribute("aria-expanded", "false");
 }
 
-async function memoryAction(path, method) {
-  try {
-    await api(path, { method });
-  } catch (error) {
-    failed(error);
-  }
-  await showMemories();
+function dark() {
+  const chosen = document.documentElement.dataset.theme;
+  return chosen ? chosen === "dark" : matchMedia("(prefers-color-scheme: dark)").matches;
+}
+
+function applyTheme(theme) {
+  if (theme === "dark" || theme === "light") document.documentElement.dataset.theme = theme;
+  else delete document.documentElement.dataset.theme;
+  $("theme").setAttribute("aria-pressed", String(dark()));
 }
 
 // ---- wiring ------------------------------------------------------------------------------------------
 
 function wire() {
   translatePage();
+  applyTheme(localStorage.getItem(THEME_KEY));
+  Object.assign(hooks, { signOut, openThread, newThread, regenerate: () => rerun(), resend: (q) => rerun(q) });
   $("signin-form").addEventListener("submit", (event) => {
     event.preventDefault();
     const token = $("token").value.trim();
@@ -487,9 +391,18 @@ function wire() {
     start();
   });
   $("signout").addEventListener("click", () => signOut());
-  $("new-thread").addEventListener("click", newThread);
-  $("show-memories").addEventListener("click", showMemories);
-  $("close-side").addEventListener("click", () => { $("side").hidden = true; $("question").focus(); });
+  $("new-thread").addEventListener("click", () => newThread().catch(failed));
+  $("show-memories").addEventListener("click", () => { closeDrawer(); showMemories(); });
+  $("show-documents").addEventListener("click", openDocuments);
+  $("thread-search").addEventListener("input", showThreads);
+  $("close-side").addEventListener("click", closeSide);
+  $("open-threads").addEventListener("click", openDrawer);
+  $("scrim").addEventListener("click", closeDrawer);
+  $("theme").addEventListener("click", () => {
+    const next = dark() ? "light" : "dark";
+    localStorage.setItem(THEME_KEY, next);
+    applyTheme(next);
+  });
   $("ask-form").addEventListener("submit", ask);
   $("question").addEventListener("keydown", (event) => {
     if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
@@ -497,14 +410,21 @@ function wire() {
       $("ask-form").requestSubmit();
     }
   });
-  $("stop").addEventListener("click", () => running?.abort());
+  $("stop").addEventListener("click", () => state.running?.abort());
   $("approve").addEventListener("click", () => decide(true));
   $("reject").addEventListener("click", () => decide(false));
   document.addEventListener("keydown", (event) => {
     if (event.key !== "Escape") return;
-    if (running) running.abort();
-    else if (!$("side").hidden) { $("side").hidden = true; $("question").focus(); }
+    if (state.running) state.running.abort();
+    else if (!$("side").hidden) closeSide();
+    else if (document.body.classList.contains("drawer-open")) { closeDrawer(); $("open-threads").focus(); }
   });
+  window.addEventListener("popstate", () => {
+    const wanted = threadInAddress();
+    if (wanted === state.threadId || $("app").hidden) return;
+    (wanted ? openThread(wanted, { push: false }) : newThread()).catch(failed);
+  });
+  document.documentElement.dataset.lang = LANG;
   start();
 }
 
