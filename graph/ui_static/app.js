@@ -19,10 +19,12 @@ function lost(error) {
 
 // ---- signing in --------------------------------------------------------------------------------------
 
-function signOut(note = "") {
+// ``forget``: the person signed out, so the open thread leaves the address too; a token refused or
+// expired keeps it, so signing in again (or following a link before signing in) opens that thread.
+function signOut(note = "", { forget = false } = {}) {
   if (state.running) state.running.abort();
   sessionStorage.removeItem(TOKEN_KEY);
-  setThread(null);
+  if (forget) setThread(null);
   forgetPassages();
   $("app").hidden = true;
   $("signin").hidden = false;
@@ -89,11 +91,11 @@ async function openThread(id, { push = true } = {}) {
   $("question").focus();
 }
 
-async function newThread() {
+async function newThread({ push = false } = {}) {
   if (state.running) state.running.abort();
   showChat();
   closeDrawer();
-  setThread(null);
+  setThread(null, { push });
   state.pendingApproval = null;
   $("log").replaceChildren();
   $("approval").hidden = true;
@@ -390,8 +392,8 @@ function wire() {
     sessionStorage.setItem(TOKEN_KEY, token);
     start();
   });
-  $("signout").addEventListener("click", () => signOut());
-  $("new-thread").addEventListener("click", () => newThread().catch(failed));
+  $("signout").addEventListener("click", () => signOut("", { forget: true }));
+  $("new-thread").addEventListener("click", () => newThread({ push: true }).catch(failed));
   $("show-memories").addEventListener("click", () => { closeDrawer(); showMemories(); });
   $("show-documents").addEventListener("click", openDocuments);
   $("thread-search").addEventListener("input", showThreads);
