@@ -21,6 +21,7 @@ from cli import kb_eval
 from cli import memory as memory_cli
 from cli import serve as serve_cli
 from cli.chat_commands import CHAT_HELP, chat_command, print_history
+from cli.documents import documents_app
 from cli.feedback import feedback_app
 from cli.terminal import Terminal, json_text, shown, undecodable
 from cli.tools import tools_app
@@ -389,6 +390,7 @@ serve_cli.register(app)
 app.add_typer(tools_app, name="tools")
 app.add_typer(feedback_app, name="feedback")
 app.add_typer(trash_app, name="trash")
+app.add_typer(documents_app, name="documents")
 
 
 def refuse_undecodable(args: list[str]) -> None:
