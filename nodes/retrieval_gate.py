@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from stores.text_analysis import tokenize
+from stores.text_analysis import query_focus, tokenize
 
 ARITHMETIC_SHARE = 0.6  # at least this much of the question (ignoring spaces and asking words): no search
 
@@ -126,8 +126,8 @@ def arithmetic_span(question: str) -> str:
 def is_calculation(question: str) -> bool:
     """True when arithmetic makes up most of the question, the words asking for it aside: told by patterns
     alone, without segmenting words (which would load the Chinese dictionary for "计算 12 × 12"), so it is
-    cheap enough for the graph's edges."""
-    text, parts = _read(question)
+    cheap enough for the graph's edges. Of a page pasted with a question, the question is read."""
+    text, parts = _read(query_focus(question))
     runs = _runs(text, parts)
     if not runs:
         return False
@@ -139,6 +139,7 @@ def is_calculation(question: str) -> bool:
 
 def needs_retrieval(question: str) -> bool:
     """False for small talk made only of numbers and for questions that are mostly a calculation."""
+    question = query_focus(question)  # of a page pasted with a question, what is asked
     if is_calculation(question):
         return False
     return any(not w.replace(".", "").isdigit() for w in tokenize(question))

@@ -199,3 +199,52 @@ def term_set(words: str) -> frozenset[str]:
 
 def tokenize_many(texts: Iterable[str]) -> list[list[str]]:
     return [tokenize(text) for text in texts]
+
+
+# -- what a search looks for ------------------------------------------------------------------------
+QUERY_TOKENS = 96  # a question of several sentences fits; a pasted page does not
+_SENTENCE_END = re.compile(r"(?<=[。！？!?；;])|(?<=[.:：])\s+|\n+")
+_CLOSERS = "\"'”’」』)）]】 \t"
+
+
+def _asks(sentence: str) -> bool:
+    return sentence.rstrip(_CLOSERS).endswith(("?", "？"))
+
+
+def query_focus(text: str, budget: int = QUERY_TOKENS) -> str:
+    """What a search looks for in ``text``: the text itself when it is the length of a question, else
+    the sentences that ask (ending in "?"/"？"), the last first, within ``budget`` estimated tokens.
+
+    A message longer than a question is mostly material the user pasted, with the question before or
+    after it. Searching with all of it costs a full embedder window and a segmentation of the whole page
+    per store, and the vector of a page is the page's topic rather than the question. Without a sentence
+    that asks, the first sentence (an instruction before a paste) and the last ones are searched.
+    """
+    if len(text) <= 8 * budget and estimate_tokens(text) <= budget:  # a token is at most a few characters
+        return text
+    sentences = [s.strip() for s in _SENTENCE_END.split(text) if s and s.strip()]
+    asking = [s for s in sentences if _asks(s)]
+    chosen: list[str] = []
+    left = budget
+    if not asking and sentences and estimate_tokens(sentences[0]) <= budget // 2:
+        chosen.append(sentences[0])
+        left -= estimate_tokens(sentences[0])
+        sentences = sentences[1:]
+    tail: list[str] = []
+    for sentence in reversed(asking or sentences):
+        cost = estimate_tokens(sentence)
+        if cost > left:
+            if not tail and not chosen:  # one sentence longer than the budget: its end, where it asks
+                tail.append(_last_tokens(sentence, left))
+            break
+        tail.append(sentence)
+        left -= cost
+    return " ".join([*chosen, *reversed(tail)]) or _last_tokens(text, budget)
+
+
+def _last_tokens(text: str, budget: int) -> str:
+    """The longest end of ``text`` within ``budget`` estimated tokens."""
+    end = text[-4 * budget :]
+    while end and estimate_tokens(end) > budget:
+        end = end[max(1, len(end) // 8) :]
+    return end.strip()

@@ -122,6 +122,17 @@ def _date_declined(reading: Reading, zh: bool) -> str:
     )
 
 
+def too_long_to_compute(zh: bool) -> str:
+    """The reply to a calculation asked inside a message too long to read whole: its numbers may lie in
+    the part not read, and computing part of a request gives a wrong answer."""
+    if zh:
+        return "这条消息太长，我读不全，所以不从中计算：没读到的部分可能还有数字。请把要算的式子单独发给我，比如“(3 + 5) × 2”。"
+    return (
+        "This message is too long for me to read whole, so I compute nothing from it: the part I did not read "
+        "may hold more numbers. Send the calculation on its own, e.g. '(3 + 5) * 2'."
+    )
+
+
 def unread_reply(question: str, tools: set[str]) -> str | None:
     """Why nothing was computed: the calculation or the day asked about could not be read whole (None when
     neither applies, or its tool is not offered this turn)."""

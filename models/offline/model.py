@@ -21,6 +21,7 @@ from models.offline import intents, kb_intents, memory_intents, tool_intents
 from models.offline.earlier_calculation import earlier_calculation
 from models.offline.request_reading import read_request
 from models.tokens import count_message_tokens, estimate_tokens, has_cjk
+from stores.text_analysis import query_focus
 
 OFFLINE_MODEL_NAME = "kb-agent-offline"
 
@@ -55,7 +56,14 @@ class OfflineChatModel(LocalChatModel):
         sent, messages = messages, read_request(messages)
         names = _tool_names(tools)
         start = _last_human(messages)
-        question = messages[start].text if start >= 0 else ""
+        request = messages[start].text if start >= 0 else ""
+        # The rules read what is asked: of a page pasted with a question, the sentences that ask. A
+        # calculation is computed only when read whole, so a request cut that way is never computed.
+        question = query_focus(request)
+        if question != request:
+            if "calculator" in names and intents.read(question).calculation.is_calculation:
+                return self._message(intents.too_long_to_compute(has_cjk(question)), messages=sent)
+            names = names - {"calculator"}
         turn = list(messages[start + 1 :])
         asked = [m for m in turn if isinstance(m, AIMessage) and m.tool_calls]
         results = {m.tool_call_id: m for m in turn if isinstance(m, ToolMessage)}

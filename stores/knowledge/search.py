@@ -28,6 +28,7 @@ from stores.base import Passage
 from stores.fusion import convex, rrf
 from stores.knowledge.groups import DEFAULT_GROUPS, clean_groups, group_filter, group_key
 from stores.knowledge.languages import EN, ZH, main_language
+from stores.text_analysis import query_focus
 
 if TYPE_CHECKING:
     from stores.knowledge.index import KnowledgeIndex
@@ -39,7 +40,6 @@ FUSIONS = ("rrf", "convex")
 OVERSAMPLE = 4  # a restricted caller's unfiltered vector query fetches this many times the candidates
 EXACT_FIRST = 500  # a restricted caller who sees at most this many chunks gets an exact scan (≈ HNSW's cost)
 EXACT_LIMIT = 2000  # ... and up to this many, when HNSW's filtered search came back short
-MAX_EMBED_QUERY_CHARS = 2000  # the embedder truncates far below this anyway; BM25 gets the whole query
 # Cosine below which a vector-only candidate is noise, for embedders with no relative test: an absolute
 # floor is language-biased (e5 scores a translation ~0.79, a same-language answer ~0.87), so the
 # semantic ones have none.
@@ -145,6 +145,7 @@ class Searcher:
         groups = clean_groups([groups] if isinstance(groups, str) else groups)
         if not query or not query.strip() or not groups or k <= 0:
             return []
+        query = query_focus(query)  # a pasted page is searched by its question, in both retrievers
         current = self.index.refresh_for_query()  # False: within the staleness, catching up meanwhile
         settings = self.settings
         n = max(k, settings.candidates) if mode == "hybrid" else k
@@ -191,7 +192,7 @@ class Searcher:
     ) -> tuple[list[tuple[str, float]], frozenset[str]]:
         """Top ``n`` by cosine among chunks of ``groups``, and the ids among them that pass the relevance
         test (see the module docstring): the rest are noise unless another retriever vouches for them."""
-        vector = self.index.embedder.embed_query(query[:MAX_EMBED_QUERY_CHARS])
+        vector = self.index.embedder.embed_query(query)
         # Chroma's metadata filter costs time per admitted chunk (~0.5 s at 100k), HNSW alone ~2 ms. So the
         # nearest chunks are fetched unfiltered (more of them when the caller is restricted) and the group
         # flags checked on each; only if too few of them are visible does the filtered query run. Either

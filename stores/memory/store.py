@@ -46,6 +46,7 @@ from stores.memory.rules import (
     apply_operations,
     normalise_content,
 )
+from stores.text_analysis import query_focus
 from stores.vector_cache import CachedEmbedder
 
 if TYPE_CHECKING:
@@ -234,6 +235,7 @@ class ChromaMemoryStore:
     def recall(self, user_id: str, query: str, top_k: int = 5) -> list[MemoryRecord]:
         """This user's live memories most relevant to ``query``: keyword + vector fused, ties to the newer.
         A question about the user as a whole ("what do you know about me?") gets their facts first."""
+        query = query_focus(query)  # a pasted page is recalled by its question
         rows = self._rows(where=self._live(user_id))
         self._sweep_if_due()
         if not rows or top_k <= 0:

@@ -19,8 +19,8 @@ from stores.embeddings import HashingEmbedder
 from stores.knowledge.groups import group_filter, group_key
 from stores.knowledge.ingest import EMBED_BATCH, WRITE_BATCH, IngestProgress
 from stores.knowledge.knowledge_base import KnowledgeBase
-from stores.knowledge.search import MAX_EMBED_QUERY_CHARS, MODES
-from stores.text_analysis import tokenize
+from stores.knowledge.search import MODES
+from stores.text_analysis import QUERY_TOKENS, estimate_tokens, tokenize
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "kb"
 
@@ -312,7 +312,7 @@ def test_empty_long_and_bad_queries(tmp_path: Path, kb: KnowledgeBase, embedder:
     assert len(long_query) > 10_000
     assert [p["id"] for p in kb.search(long_query, mode="bm25")] == ["plan.md#0"]  # BM25 got it whole
     kb.search(long_query, mode="hybrid")
-    assert max(len(q) for q in embedder.queries) <= MAX_EMBED_QUERY_CHARS
+    assert max(estimate_tokens(q) for q in embedder.queries) <= QUERY_TOKENS  # searched by its end
     assert kb.search("merger", groups=[]) == [] and kb.search("merger", top_k=0) == []
 
 

@@ -455,3 +455,19 @@ def test_a_new_data_folder_starts_no_chroma_until_a_memory_is_written(tmp_path: 
     assert (tmp_path / "chroma").exists()
     again = ChromaMemoryStore(tmp_path, embedder=HashingEmbedder(dim=64))  # another process, same folder
     assert [m["content"] for m in again.recall("ann", "Beijing")] == ["Ann lives in Beijing"]
+
+
+def test_recall_of_a_pasted_page_looks_for_its_question(tmp_path: Path, clock: Clock) -> None:
+    asked: list[str] = []
+
+    class Recording(HashingEmbedder):
+        def embed_query(self, text: str) -> np.ndarray:
+            asked.append(text)
+            return super().embed_query(text)
+
+    store = ChromaMemoryStore(tmp_path, embedder=Recording(), clock=clock)
+    wanted, _ = store.add("alice", "semantic", "用户喜欢简洁的中文回答")
+    page = "项目组讨论了发布计划、预算和人员安排，决定下周再议。" * 1200 + "\n回答要简洁吗？"
+    found = store.recall("alice", page, 3)
+    assert found and found[0]["id"] == wanted["id"]
+    assert asked == ["回答要简洁吗？"]  # the question, not 30,000 characters of meeting notes
