@@ -3,7 +3,7 @@
 import { $, api, copyText, el, failed, hooks, state } from "./dom.js";
 import { t } from "./i18n.js";
 import { citedIn, renderMarkdown } from "./markdown.js";
-import { passageInfo, showPassage } from "./side.js";
+import { passageInfo, placeOf, showPassage } from "./side.js";
 
 // The tool executor's wording for a call a person rejected, or that needed a person and had none: shown
 // as a rejection (with the person's own reason), never as the sentence written for the model.
@@ -93,8 +93,8 @@ function sourcesList(cited) {
     passageInfo(chunk).then((info) => {
       if (!info) return;
       label.textContent = info.title || info.source;
-      const where = [info.heading && info.heading !== info.title ? info.heading : "", info.source].filter(Boolean);
-      heading.textContent = where.length ? ` — ${where.join(" · ")}` : "";
+      const where = placeOf(info);
+      heading.textContent = where ? ` — ${where}` : "";
     });
   }
   return list;

@@ -25,6 +25,13 @@ export function passageInfo(chunk) {
   return passages.get(chunk);
 }
 
+// Where a passage sits: its section (without the document's title it repeats) and its file.
+export function placeOf(info) {
+  let heading = info.heading || "";
+  if (info.title && heading.startsWith(info.title)) heading = heading.slice(info.title.length).replace(/^\s*>\s*/, "");
+  return [heading, info.source].filter(Boolean).join(" · ");
+}
+
 export function forgetPassages() {
   passages.clear();
 }
@@ -36,10 +43,9 @@ export async function showPassage(chunk) {
     openSide(t("passage"), el("p", { text: t("noPassage") }));
     return;
   }
-  const where = [found.heading && found.heading !== found.title ? found.heading : "", found.source].filter(Boolean);
   const body = el("div", { class: "passage" });
   body.append(renderMarkdown(found.text));
-  openSide(found.title || `${t("passage")}: ${found.id}`, el("p", { class: "source", text: where.join(" · ") }), body);
+  openSide(found.title || `${t("passage")}: ${found.id}`, el("p", { class: "source", text: placeOf(found) }), body);
 }
 
 export async function showMemories() {
