@@ -95,12 +95,14 @@ async def upload(request: Request) -> Response:
         folder = Path(settings.data_dir) / UPLOADS
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / name
-        existed = path.exists()
+        earlier = path.read_bytes() if path.exists() else None  # what the index holds stays on disk too
         path.write_bytes(data)
         report = _knowledge(settings, create=True).ingest([path], groups=groups or None)
         if report.skipped:
-            if not existed:
+            if earlier is None:
                 path.unlink(missing_ok=True)
+            else:
+                path.write_bytes(earlier)
             raise Refusal(422, f"{name} was not added: {report.skipped[0][1]}")
         state = "added" if report.added else "updated" if report.updated else "unchanged"
         return {
