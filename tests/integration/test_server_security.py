@@ -506,6 +506,9 @@ def test_oversized_inputs_are_refused_before_they_run(server: Server, users: dic
     big = {"assistant_id": GRAPH_ID, "input": {"messages": [{"role": "user", "content": "x" * 2_000_000}]}}
     response = httpx.post(f"{server.url}/threads/{thread_id}/runs/wait", json=big, headers=headers, timeout=30)
     assert response.status_code == 413 and "max_body_bytes" in response.text, response.text
+    page = {"assistant_id": GRAPH_ID, "input": {"messages": [{"role": "user", "content": "问" * 100_000}]}}
+    response = httpx.post(f"{server.url}/threads/{thread_id}/runs/wait", json=page, headers=headers, timeout=30)
+    assert response.status_code == 413 and "at most 50,000" in response.text, response.text  # within the body limit
     many = [{"role": "user", "content": f"m{i}"} for i in range(101)]
     response = _refused(lambda: alice.runs.wait(thread_id, GRAPH_ID, input={"messages": many}))
     assert response.status_code == 413 and "101" in response.text, response.text
