@@ -42,6 +42,7 @@ EVENT_PROTOCOL = re.compile(r"/threads/[^/]+/(?:commands|stream/events)/?")
 RUN_CREATE = re.compile(r"/(?:threads/[^/]+/)?runs(?:/(?P<kind>wait|stream|batch))?/?")
 HEALTH = ("/ok", "/health", "/info")
 UI = re.compile(r"/ui(?:/.*)?")
+UPLOAD = "/ui/api/documents"
 BODY_METHODS = ("POST", "PUT", "PATCH")
 FORWARDED = (b"authorization", b"x-kb-user")
 
@@ -262,6 +263,8 @@ class Edge:
         if method not in BODY_METHODS:
             return receive, None
         limit = settings.max_body_bytes
+        if method == "POST" and path == UPLOAD:  # a document added from the page: as large as ingest takes
+            limit = max(limit, round(settings.max_file_mb * 1024 * 1024))
         try:
             declared = int(headers.get(b"content-length", b"0") or 0)
         except ValueError:
