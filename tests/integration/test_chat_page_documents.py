@@ -25,6 +25,7 @@ pytestmark = pytest.mark.server
 
 ROLES = {**TOKENS, "tok-rita": {"user": "rita", "roles": ["reader"]}}
 MAX_FILE_KIB = 10
+MAX_BODY = 4096  # smaller than the largest file: an upload may still be as large as ingest accepts
 
 
 def _as(token: str) -> dict[str, str]:
@@ -42,6 +43,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
     (docs / "hr" / ".groups").write_text("hr\n", "utf-8")
     srv = relative_home_server(tmp, docs, ROLES)
     srv.env["KB_AGENT_MAX_FILE_MB"] = str(MAX_FILE_KIB / 1024)
+    srv.env["KB_AGENT_MAX_BODY_BYTES"] = str(MAX_BODY)
     try:
         srv.start()
     except RuntimeError as exc:
@@ -181,6 +183,17 @@ def test_an_upload_in_a_group_is_read_only_by_that_group(server: DevServer) -> N
     assert "bonus.md" in _listed(server, "tok-hana") and "bonus.md" not in _listed(server, "tok-alice")
     passage = httpx.get(f"{server.url}/ui/api/passages/bonus.md%230", headers=_as("tok-alice"))
     assert passage.status_code == 404
+
+
+def test_an_upload_may_be_as_large_as_ingest_accepts_while_other_bodies_keep_their_limit(server: DevServer) -> None:
+    text = "# Long notes\n\n" + "Notes about the office move. " * ((MAX_FILE_KIB * 1024 - 600) // 29)
+    assert MAX_BODY < len(text.encode()) < MAX_FILE_KIB * 1024
+    added = httpx.post(
+        f"{server.url}/ui/api/documents", params={"name": "long.md"}, content=text.encode(), headers=_as("tok-bob")
+    )
+    assert added.status_code == 200, added.text
+    other = httpx.post(f"{server.url}/threads", json={"metadata": {"title": "x" * MAX_BODY}}, headers=_as("tok-bob"))
+    assert other.status_code == 413
 
 
 def test_the_route_and_the_cli_list_the_same_documents(server: DevServer) -> None:
