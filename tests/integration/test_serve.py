@@ -367,7 +367,7 @@ def test_the_chat_page_works_on_this_runtime_too(server: ServeProcess, browser: 
         page.fill("#approval-reason", "keep it for the audit")
         page.click("#reject")
         page.wait_for_function(
-            "() => document.querySelector('#log .tool[data-tool=delete_document]')?.dataset.status === 'error'"
+            "() => document.querySelector('#log .tool[data-tool=delete_document]')?.dataset.status === 'approval_denied'"
         )
         page.wait_for_selector("#send:not([disabled])")
         line = page.inner_text("#log .tool[data-tool=delete_document]")
