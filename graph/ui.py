@@ -50,6 +50,7 @@ FILES = {
     "side.js": JS,
     "threads.js": JS,
     "documents.js": JS,
+    "layout.js": JS,
     "app.css": CSS,
     "icon.svg": SVG,
     # third-party, copied unchanged from npm (vendor/vendor.json: versions, sources, digests, licences)

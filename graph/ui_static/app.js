@@ -6,10 +6,10 @@ import { showDocuments } from "./documents.js";
 import { LANG, t, translatePage } from "./i18n.js";
 import { questionBlock, renderMessages, setToolStatus } from "./messages.js";
 import { closeSide, forgetPassages, showMemories } from "./side.js";
+import { THEME_KEY, applyTheme, closeDrawer, dark, openDrawer, showEmpty } from "./layout.js";
 import { listThreads, setThread, showThreads, threadInAddress } from "./threads.js";
 
 const GRAPH = "kb_agent";
-const THEME_KEY = "kb-agent-theme";
 
 function lost(error) {
   // fetch rejects with a TypeError when the server cannot be reached: what is shown may be cut off
@@ -108,26 +108,6 @@ async function newThread({ push = false } = {}) {
     failed(error);
   }
   await showEmpty();
-}
-
-async function showEmpty() {
-  const empty = $("empty");
-  $("empty-hello").textContent = t("hello", { user: state.me?.user || "" });
-  empty.hidden = false;
-  let overview;
-  try {
-    overview = await api("/ui/api/overview");
-  } catch {
-    overview = { documents: 0, languages: [], titles: [] };
-  }
-  if (state.threadId) return;
-  const langs = (overview.languages || []).map((code) => t(`lang_${code}`)).join(t("and"));
-  $("empty-holds").textContent = overview.documents
-    ? t("holds", { n: overview.documents, langs }) : t("holdsNone");
-  const examples = (overview.titles || []).slice(0, 3).map((title) => t("exampleQ", { title }));
-  $("empty-try").hidden = !examples.length;
-  $("examples").replaceChildren(...examples.map((question) => el("li", {}, el("button", { type: "button",
-    class: "example", text: question, onclick: () => { $("question").value = question; $("ask-form").requestSubmit(); } }))));
 }
 
 // ---- the thread's state ------------------------------------------------------------------------------
@@ -354,29 +334,6 @@ function openDocuments() {
   $("approval").hidden = true;
   for (const id of ["log", "ask-form"]) $(id).hidden = true;
   showDocuments(() => { showChat(); if (state.threadId) reload().catch(failed); else newThread(); });
-}
-
-function openDrawer() {
-  document.body.classList.add("drawer-open");
-  $("open-threads").setAttribute("aria-expanded", "true");
-  $("new-thread").focus();
-}
-
-function closeDrawer() {
-  if (!document.body.classList.contains("drawer-open")) return;
-  document.body.classList.remove("drawer-open");
-  $("open-threads").setAttribute("aria-expanded", "false");
-}
-
-function dark() {
-  const chosen = document.documentElement.dataset.theme;
-  return chosen ? chosen === "dark" : matchMedia("(prefers-color-scheme: dark)").matches;
-}
-
-function applyTheme(theme) {
-  if (theme === "dark" || theme === "light") document.documentElement.dataset.theme = theme;
-  else delete document.documentElement.dataset.theme;
-  $("theme").setAttribute("aria-pressed", String(dark()));
 }
 
 // ---- wiring ------------------------------------------------------------------------------------------
