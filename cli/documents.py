@@ -20,7 +20,8 @@ def list_documents_command(
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the list as JSON."),
 ) -> None:
-    """Ingested documents, newest first: title, file, chunks, access groups, when."""
+    """Ingested documents, newest first: title, file, chunks, access groups, when, who added it from the chat
+    page ("-": the operator's ingest)."""
     from graph.services import open_knowledge_base
     from nodes.settings import Settings
     from stores.knowledge.listing import list_documents
@@ -34,7 +35,8 @@ def list_documents_command(
     if not entries:
         out.print("no documents" + (" match" if search else " (kb-agent ingest PATH adds some)"))
         return
-    table = Table("title", "file", "chunks", "groups", "ingested")
+    table = Table("title", "file", "chunks", "groups", "ingested", "by")
     for e in entries:
-        table.add_row(shown(e.title), shown_name(e.source), str(e.chunks), shown(", ".join(e.groups)), e.ingested_at)
+        by = shown(e.added_by) if e.added_by else "-"
+        table.add_row(shown(e.title), shown_name(e.source), str(e.chunks), shown(", ".join(e.groups)), e.ingested_at, by)
     out.print(table)

@@ -23,10 +23,9 @@ from graph.ui_http import Refusal, caller_settings, guarded, json_response, need
 from nodes.settings import Settings
 from stores.knowledge.documents import SUPPORTED
 from stores.knowledge.groups import clean_groups
-from stores.knowledge.listing import list_documents, visible_to
+from stores.knowledge.listing import list_documents, upload_folder, visible_to
 from tools.permissions import grant_for
 
-UPLOADS = "uploads"  # under the data dir: the files the page added, kept so a re-ingest finds them
 EXAMPLES = 3
 
 
@@ -92,7 +91,7 @@ async def upload(request: Request) -> Response:
         raise Refusal(413, f"{name} is larger than {settings.max_file_mb:g} MiB, the largest file allowed")
 
     def add() -> dict[str, Any]:
-        folder = Path(settings.data_dir) / UPLOADS
+        folder = Path(upload_folder(settings.data_dir, settings.user_id))  # kept: a re-ingest finds it
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / name
         earlier = path.read_bytes() if path.exists() else None  # what the index holds stays on disk too

@@ -45,12 +45,12 @@ function when(iso) {
 
 function table(documents, mayChange) {
   if (!documents.length) return el("p", { class: "none", text: t("noDocs") });
-  const head = el("tr", {}, ...["docTitle", "docFile", "docChunks", "docGroups", "docWhen"].map((k) => el("th", { scope: "col", text: t(k) })));
+  const head = el("tr", {}, ...["docTitle", "docFile", "docChunks", "docGroups", "docWhen", "docBy"].map((k) => el("th", { scope: "col", text: t(k) })));
   if (mayChange) head.append(el("th", { scope: "col", text: t("delete") }));
   const body = el("tbody");
   for (const doc of documents) {
     const row = el("tr", { "data-source": doc.source }, el("td", { text: doc.title }), el("td", { text: doc.source }),
-      el("td", { text: String(doc.chunks) }), el("td", { text: doc.groups.join(", ") }), el("td", { text: when(doc.ingested_at) }));
+      el("td", { text: String(doc.chunks) }), el("td", { text: doc.groups.join(", ") }), el("td", { text: when(doc.ingested_at) }), el("td", { text: doc.added_by || "—" }));
     if (mayChange) {
       const cell = el("td");
       cell.append(el("button", { type: "button", class: "delete-doc", text: t("delete"), "aria-label": `${t("delete")}: ${doc.source}`,

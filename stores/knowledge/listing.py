@@ -10,16 +10,31 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
-from pathlib import PurePosixPath
+from pathlib import PurePath, PurePosixPath
 from typing import Any
+from urllib.parse import quote, unquote
 
 from stores.knowledge.groups import DEFAULT_GROUPS
+
+UPLOADS = "uploads"  # <data dir>/uploads/<user>/<file>: where the chat page keeps the files people add
+
+
+def upload_folder(data_dir: str | PurePath, user: str) -> PurePath:
+    """Where a file ``user`` adds from the chat page is kept (its name says who added it)."""
+    return PurePath(data_dir) / UPLOADS / quote(user, safe="").replace(".", "%2E")  # never "." or ".."
+
+
+def added_by(path: str) -> str:
+    """Who added the file at ``path`` from the chat page, or "" for a file the operator ingested."""
+    parts = PurePath(path).parts
+    return unquote(parts[-2]) if len(parts) >= 3 and parts[-3] == UPLOADS else ""
 
 
 @dataclass(frozen=True)
 class DocumentEntry:
     """One ingested file: its source (the id a citation names), title, size in chunks and bytes, access
-    groups, when it was ingested (ISO, UTC) and the languages its passages are written in."""
+    groups, when it was ingested (ISO, UTC), the languages its passages are written in, and who added it
+    from the chat page ("" for the operator's ``kb-agent ingest``)."""
 
     source: str
     title: str
@@ -28,6 +43,7 @@ class DocumentEntry:
     groups: list[str]
     ingested_at: str
     languages: list[str]
+    added_by: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -63,6 +79,7 @@ def list_documents(kb: Any, groups: Iterable[str] | None = None, query: str = ""
             groups=list(r.groups or DEFAULT_GROUPS),
             ingested_at=r.ingested_at,
             languages=sorted(r.languages or []),
+            added_by=added_by(r.path),
         )
         for r in records
     ]

@@ -91,6 +91,8 @@ def test_an_admin_uploads_with_progress_deletes_to_the_trash_and_restores(
         assert page.get_attribute(".upload[data-name='visa.md'] progress", "value") == "100"
         page.wait_for_selector("#doc-list tr[data-source='visa.md']")
         assert "Visa rules" in page.inner_text("#doc-list tr[data-source='visa.md']")
+        assert page.locator("#doc-list tr[data-source='visa.md'] td").nth(5).inner_text() == "bob"  # who added it
+        assert page.locator("#doc-list tr[data-source='travel.md'] td").nth(5).inner_text() == "—"  # the operator
         tab.shot("documents-uploaded")
         page.click("#doc-list tr[data-source='visa.md'] .delete-doc")
         assert page.evaluate("document.activeElement.textContent") == "Cancel"  # the safe choice first
@@ -203,9 +205,10 @@ def test_the_route_and_the_cli_list_the_same_documents(server: DevServer) -> Non
         cwd=workdir, env=server.env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert listed.returncode == 0, listed.stderr
-    from_cli = [(d["source"], d["title"], d["chunks"]) for d in json.loads(listed.stdout)]
+    from_cli = [(d["source"], d["title"], d["chunks"], d["added_by"]) for d in json.loads(listed.stdout)]
     answer = httpx.get(f"{server.url}/ui/api/documents", headers=_as("tok-bob")).json()["documents"]
-    assert from_cli == [(d["source"], d["title"], d["chunks"]) for d in answer]
+    assert from_cli == [(d["source"], d["title"], d["chunks"], d["added_by"]) for d in answer]
+    assert {"bob"} <= {d["added_by"] for d in answer}
 
 
 def test_no_flow_above_made_a_blocking_call_on_the_servers_event_loop(server: DevServer) -> None:

@@ -14,7 +14,7 @@ import pytest
 
 from stores.embeddings import HashingEmbedder
 from stores.knowledge.knowledge_base import KnowledgeBase
-from stores.knowledge.listing import list_documents, visible_to
+from stores.knowledge.listing import added_by, list_documents, upload_folder, visible_to
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -80,3 +80,19 @@ def test_the_cli_lists_the_same_documents_as_json(tmp_path: Path) -> None:
     assert [r["source"] for r in public] == ["travel.md"]
     table = cli("documents", "list")
     assert table.returncode == 0 and "Travel policy" in table.stdout
+
+
+def test_a_file_added_from_the_page_names_who_added_it(tmp_path: Path) -> None:
+    folder = Path(upload_folder(tmp_path / "data", "ana/b..c"))
+    assert folder.parent == tmp_path / "data" / "uploads" and ".." not in folder.name and "/" not in folder.name
+    folder.mkdir(parents=True)
+    (folder / "visa.md").write_text("# Visa rules\n\nBooked by the travel desk.\n", "utf-8")
+    base = KnowledgeBase(tmp_path / "data", embedder=HashingEmbedder())
+    try:
+        base.ingest([folder / "visa.md"])
+        base.ingest([_docs(tmp_path / "docs")])
+        by = {d.source: d.added_by for d in list_documents(base)}
+    finally:
+        base.close()
+    assert by["visa.md"] == "ana/b..c" and by["travel.md"] == ""
+    assert added_by("/srv/docs/travel.md") == "" and added_by("relative.md") == ""
