@@ -2,17 +2,19 @@
 
 Every change to a long-term memory (old and new content, action, user, thread, time, where it came
 from) and every rejected proposal with the rule that rejected it. Append-only: nothing here is ever
-updated, so the history can be trusted when a user asks "why do you think that about me?". Content is
-redacted by the caller before it gets here: secrets must not reach the audit log either.
+updated, so the history can be trusted when a user asks "why do you think that about me?". Secrets must
+not reach it either: the rules keep only the kind of what they refused, and every text an entry carries is
+checked again here, whoever wrote it, so a secret in an error message or an old memory is withheld too.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from stores.memory.secrets import withheld
 from stores.sql import open_database
 
 STATUSES = ("applied", "unchanged", "rejected", "failed", "pending", "dropped")
@@ -68,6 +70,17 @@ class AuditEntry:
 _COLUMNS = [f.name for f in fields(AuditEntry) if f.name != "id"]
 
 
+def _without_secrets(entry: AuditEntry) -> AuditEntry:
+    """``entry`` with any text that holds a secret replaced by the kinds it held. An address stays: a memory
+    may hold one the user asked to keep, and its audit says what was written."""
+    texts = {
+        name: withheld(value, limit=len(value), allow_email=True)
+        for name in ("old_content", "new_content", "reason")
+        if isinstance(value := getattr(entry, name), str)
+    }
+    return replace(entry, **texts)
+
+
 class AuditStore:
     """``url`` = postgresql://… uses Postgres, else ``<data_dir>/audit.sqlite``; safe across threads.
 
@@ -83,6 +96,7 @@ class AuditStore:
         """Append one entry; returns its id."""
         if entry.status not in STATUSES:
             raise ValueError(f"audit status must be one of {', '.join(STATUSES)}, got {entry.status!r}")
+        entry = _without_secrets(entry)
         row = tuple(getattr(entry, name) for name in _COLUMNS)
         sql = (
             f"INSERT INTO memory_audit ({', '.join(_COLUMNS)}) "

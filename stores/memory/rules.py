@@ -26,6 +26,7 @@ from stores.memory.checks import (
     high_risk,
     redact,
     sensitive_kinds,
+    withheld,
 )
 from stores.memory.history import asks, recorded_question, unkept_reason
 
@@ -286,7 +287,7 @@ def apply_operations(
             status="rejected",
             rule=1,
             reason=error.reason,
-            new_content=redact(text or ""),
+            new_content=withheld(text or ""),
         )
         return [_recorded(audit, entry)]
     context = _Context(
@@ -304,7 +305,7 @@ def apply_operations(
                 reason=outcome.reason,
                 memory_id=op.target_id,
                 memory_type=op.memory_type,
-                new_content=redact(op.content) if op.content else None,
+                new_content=withheld(op.content) if op.content else None,
                 confidence=op.confidence,
             )
         else:

@@ -1,0 +1,188 @@
+"""Sentences that state a credential: refused whatever the value looks like.
+
+A password, a PIN, a 口令, a lock's combination, a card's CVV or a 支付密码 is secret because of what it is,
+not because of its shape: "my password is sunshine", "支付密码就是我生日" and "口令是天王盖地虎" say as much as
+"pw: Tr0ub4dor&3". So a sentence is read for its grammar, in either order ("the PIN is …", "… is my PIN",
+"uses … as its password", "用 … 做密码"); what fills the value's place is a value unless it is one of the
+things people say *about* a credential without giving it: a question, a judgement ("too weak", "区分大小写的"),
+a length ("6 位数字"), a place ("on a sticky note"), a mask ("******").
+"""
+
+from __future__ import annotations
+
+import re
+
+# The words that name a credential. A compound that names something else is not one: 密码学
+# (cryptography), 密码锁 (a combination lock), "password manager", "PIN codes should…" (no value follows).
+_ZH_CREDENTIAL = (
+    r"(?:密码(?![学锁箱本器机子盘键框栏])|口令|暗号|暗语|验证码|安全码|动态码|提取码|授权码|取件码|开锁码|解锁码"
+    r"|门禁码|密保(?:问题)?的?答案|助记词|PIN\s*码?|CVV2?\s*码?|CVC\s*码?)"
+)
+_EN_CREDENTIAL = (
+    r"(?:\bpass(?:word|code|phrase)s?\b|\bpasswd\b|\bpwd\b|\bpw\b|\bpins?\b(?:\s+(?:codes?|numbers?)\b)?"
+    r"|\bcvv2?\b|\bcvc2?\b|\bcsc\b|\bsecurity\s+code\b|\bverification\s+code\b|\botp\b"
+    r"|\bone[\s-]time\s+(?:code|pass(?:word|code))\b"
+    r"|\b(?:access|door|gate|entry|alarm|unlock|garage|building|lock|safe|login|sign[\s-]?in|2fa|mfa|sms"
+    r"|recovery|backup|auth(?:entication)?)\s+codes?\b"
+    r"|\b(?:seed|recovery|mnemonic)\s+(?:phrase|words)\b|\bsecret\s+answer\b|\bcombination\b)"
+)
+CREDENTIAL = re.compile(rf"{_ZH_CREDENTIAL}|{_EN_CREDENTIAL}", re.I)
+# A noun after the credential word makes the phrase about something else: "password policy", "密码长度".
+_META_AFTER = re.compile(
+    r"\s*(?:policy|policies|rules?|manager|managers|reset|length|strength|requirements?|field|box|hint"
+    r"|prompt|change|changes|expiry|expiration|protected|protection|hash|hashing|complexity|format|lock"
+    r"|attempts?|entry|screen|page|login|prompts?|recovery|generator|vault|of\s+factors|of\s+the\s+two"
+    r"|规则|策略|长度|强度|管理|复杂度|要求|位数|格式|提示|输入|重置|找回|错误|保护|设置页|功能|输错)\b",
+    re.I,
+)
+_LOCK = re.compile(r"\b(?:safe|lock|locker|padlock|vault|suitcase|briefcase|door|gym|bike)\b", re.I)
+
+# What is said about a credential without giving it: judgements, lengths, places, masks, questions.
+_EN_NOT_VALUE = re.compile(
+    r"(?:(?:too|very|so|quite|really|pretty|rather|a\s+bit|kind\s+of|not|n't|never|still|also|always|usually"
+    r"|probably|definitely|just|now|already|easy\s+to|hard\s+to)\s+)*"
+    r"(?:weak|strong|long|short|easy|hard|difficult|simple|complex|complicated|secure|insecure|safe|unsafe"
+    r"|wrong|incorrect|correct|right|invalid|valid|expired|expiring|outdated|required|mandatory|optional"
+    r"|case[\s-]sensitive|needed|missing|empty|blank|forgotten|lost|locked|changed|reset|compromised|leaked"
+    r"|stolen|hacked|different|same|similar|unique|random|memorable|secret|private|confidential|hidden"
+    r"|encrypted|hashed|stored|saved|kept|written|managed|generated|sent|shown|displayed|printed|protected"
+    r"|fine|ok|okay|good|bad|great|terrible|awful|weird|annoying|impossible|useless|guessable|obvious"
+    r"|known|unknown|shared|reused|temporary|remembered|needed|enough|set|updated|accepted|rejected|working"
+    r"|on|in|at|under|inside|behind|somewhere|there|here|below|above|attached|for|from|by|with|without"
+    r"|what|which|where|when|who|whose|how|why|whether|it|this|that|these|those|something|anything|nothing"
+    r"|everything|mine|yours|ours|theirs|one\s+of|at\s+least|at\s+most|the\s+(?:same|problem|issue|thing)"
+    r"|an?\s+(?:secret|mess|problem|pain|joke|nightmare|hassle|issue|must|requirement|mix|combination)"
+    r"|\d+\s*(?:characters?|chars?|digits?|letters?|symbols?|numbers?|words?|long))\b",
+    re.I,
+)
+_ZH_NOT_VALUE = re.compile(
+    r"(?:不|没|太|很|挺|非常|比较|有点|有些|特别|超级|相当|好像|真|都|也|还|又|已经|已|必须|需要|要|应该|不能"
+    r"|可以|会|能|区分|错|对|正确|过期|失效|无效|有效|空|一样|相同|不同|保密|加密|安全|复杂|简单|容易|难|强|弱"
+    r"|长|短|重要|必填|必需|必要|至少|最少|最多|多少|什么|啥|哪|几|由|被|在|放在|写在|存在|记在|贴在|随机|请"
+    r"|这|那|它|谁|怎么|为什么|如何|\d+\s*(?:位|个字符|个字|个数字|字符|个字母))"
+)
+_MASK = re.compile(r"[*•●xX#._\-\s]+")
+_QUESTION = re.compile(r"[?？]|吗|什么|多少|哪|啥|几位|\b(?:what|which|how|whether)\b", re.I)
+_CLAUSE_END = re.compile(r"[,，。;；!！?？\n]|\s(?:and|but|so|because|which|then)\s|(?:但是|不过|所以|因为)")
+_DETERMINER = r"(?:my|the|our|his|her|its|their|your|a|an|this|that|its)"
+
+# "… is X", "…: X", "密码是 X", "set … to X", "口令改成了 X", and a value written right after the word.
+_ASSIGN = re.compile(
+    r"\s*(?:\b(?:for|of|to|on|at)\b\s+(?:[\w'’.-]+\s+){0,4}?)?"
+    r"(?:就|都|也|还|仍然|依然|一直|现在|目前|已经|已|又|被)?\s*"
+    r"(?:\b(?:is|was|are|were|will\s+be|has\s+been|have\s+been|became|becomes|remains|reads)\b"
+    r"(?:\s+(?:now|still|just|simply|literally|actually|currently|always))?\s*(?:[:=]\s*)?"
+    r"|[:=]\s*|\b(?:set|changed|reset|updated|switched)\s+to\b|\bto\b"
+    r"|叫做?|是|为|改成了?|改为|换成了?|设成了?|设为|设置为|设置成|设置的是|变成了?|用的是|是用)\s*",
+    re.I,
+)
+_RIGHT_AFTER = re.compile(r"\s*(?=[^\s\w]?[!-~]*\d)")  # "支付密码 551234", "PIN 1234", "验证码 482913"
+_EN_USE = re.compile(
+    rf"\b(?:(?:use[sd]?|using|chose|choose|picked|pick)\s+(?P<value>(?:[^.;!?\n]|[.!?](?=\S)){{1,60}}?)\s+(?:as|for)"
+    rf"|(?:set|made|make|have|has|had)\s+(?P<had>[^.;!?\n]{{1,60}}?)\s+as)\s+(?:{_DETERMINER}\s+)?(?:[\w-]+\s+){{0,2}}?(?P<word>{_EN_CREDENTIAL})",
+    re.I,
+)
+_ZH_USE = re.compile(
+    rf"(?:用|拿|以|把|将)\s*(?P<value>[^,，。;；！?？\n]{{1,20}}?)\s*(?:来)?(?:做|当作?|作为|作|设为|设成|设置为|设置成"
+    rf"|改成|改为)了?\s*(?:我|我们|他|她|你|您)?的?\S{{0,6}}?(?P<word>{_ZH_CREDENTIAL})",
+    re.I,
+)
+_EN_BEFORE = re.compile(
+    rf"(?P<value>[^\s,.;:!?]{{1,40}}(?:\s+[^\s,.;:!?]{{1,40}}){{0,2}}?)\s+(?:is|was|will\s+be|becomes|became)\s+"
+    rf"(?:{_DETERMINER})\s+(?:[\w-]+\s+){{0,3}}?(?P<word>{_EN_CREDENTIAL})",
+    re.I,
+)
+_ZH_BEFORE = re.compile(
+    rf"(?P<value>[^\s,，。;；!！?？\n]{{1,20}})\s*(?:就|也)?是\s*(?:我|我们|他|她|你|您|家里|公司)?的?"
+    rf"(?:新|旧|现在的|目前的)?\S{{0,6}}?(?P<word>{_ZH_CREDENTIAL})",
+    re.I,
+)
+
+
+def _clause(text: str, start: int) -> int:
+    """Where the clause that starts at ``start`` ends."""
+    m = _CLAUSE_END.search(text, start, min(len(text), start + 120))
+    return m.start() if m else min(len(text), start + 120)
+
+
+def _is_value(value: str, *, zh: bool) -> bool:
+    """Whether what fills a credential's place gives it, rather than saying something about it."""
+    value = value.strip(" \t\"'“”‘’「」『』《》()（）")
+    if not value or _MASK.fullmatch(value) or _QUESTION.search(value):
+        return False
+    if CREDENTIAL.search(value):
+        return False  # "use a password manager for my passwords": a value does not name a credential
+    if _EN_NOT_VALUE.match(value):
+        return False
+    if zh or re.match(r"[\u3400-\u9fff]", value):
+        if _ZH_NOT_VALUE.match(value):
+            return False
+        if value.endswith("的") and not re.search(r"[A-Za-z\d]", value):
+            return False  # "密码是公司统一设置的" describes it
+    return True
+
+
+def _wanted(word: str, value: str, before: str) -> bool:
+    """A lower-case "pin" or a bare "combination" names a credential only beside digits or a lock."""
+    bare = word.strip().lower()
+    if bare in {"pin", "pins"} and word.strip() not in {"PIN", "PINs"}:
+        return bool(re.search(r"\d", value))
+    if bare == "combination":
+        return bool(_LOCK.search(before[-40:]) or _LOCK.search(value) or re.search(r"\d", value))
+    return True
+
+
+_SET_VERB = re.compile(r"\b(?:set|change[sd]?|reset|update[sd]?|switch(?:ed)?)\b", re.I)
+# A credential named after its value ends the clause: "天王盖地虎是我们的口令", "sunflower is the password for
+# the wifi"; "问题是密码太简单" goes on to say something about it.
+_ENDS_CLAUSE = re.compile(r"\s*(?:$|[,，。;；!！.\n]|\b(?:for|on|at|of|to|now|too)\b|了|吧|啊|呢|哦)", re.I)
+
+
+def _forward(text: str) -> list[tuple[int, int]]:
+    """The credential first: "the PIN is …", "密码：…", "口令改成了 …", "支付密码 551234"."""
+    spans = []
+    for m in CREDENTIAL.finditer(text):
+        word, after = m.group(), m.end()
+        if _META_AFTER.match(text, after):
+            continue
+        zh = bool(re.search(r"[\u3400-\u9fff]", word + text[after : after + 3]))
+        assign = _ASSIGN.match(text, after) or _RIGHT_AFTER.match(text, after)
+        if assign is None:
+            continue
+        if assign.group().strip().lower() == "to" and not _SET_VERB.search(
+            text, max(0, m.start() - 30), m.start()
+        ):
+            continue  # "gave my password to my brother" does not set it
+        start = assign.end()
+        end = _clause(text, start)
+        value = text[start:end]
+        if text[end : end + 1] in {"?", "？"}:
+            continue
+        if _is_value(value, zh=zh) and _wanted(word, value, text[: m.start()]):
+            spans.append((start, end))
+    return spans
+
+
+def _named_after(text: str) -> list[tuple[int, int]]:
+    """The value first: "… is my PIN", "uses … as its password", "用 … 做密码", "… 是我们的口令"."""
+    spans = []
+    for pattern, zh in ((_EN_USE, False), (_ZH_USE, True), (_EN_BEFORE, False), (_ZH_BEFORE, True)):
+        for m in pattern.finditer(text):
+            group = "had" if "had" in pattern.groupindex and m.group("had") is not None else "value"
+            value = m.group(group)
+            if _META_AFTER.match(text, m.end()) or _QUESTION.search(
+                text[m.start() : _clause(text, m.end()) + 1]
+            ):
+                continue
+            if pattern in (_EN_BEFORE, _ZH_BEFORE) and not _ENDS_CLAUSE.match(text, m.end()):
+                continue
+            if _is_value(value, zh=zh) and _wanted(m.group("word"), value, text[: m.start(group)]):
+                spans.append((m.start(group), m.end(group)))
+    return spans
+
+
+def credential_statements(text: str) -> list[tuple[int, int]]:
+    """Spans of ``text`` (already in normal form) that give a credential's value."""
+    if not CREDENTIAL.search(text):
+        return []
+    return _forward(text) + _named_after(text)

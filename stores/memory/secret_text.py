@@ -1,0 +1,137 @@
+"""The normal form secrets are read in, with a map back to the text as written.
+
+A secret keeps what it is however it is written: ``１３８``, ``一三八``, ``幺三八`` and ``one three eight`` are
+the same digits, so every check reads one form where they are, and a span found there maps back to the
+characters the user wrote (redaction removes those, not an approximation of them).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+# Digit-by-digit readings: 〇/零 for 0 and 幺 as numbers are read aloud, and the financial 壹贰叁.
+# 两 is left out: it counts things ("两个"), it does not spell digits.
+_ZH_DIGIT = dict(zip("〇零幺一二三四五六七八九壹贰叁肆伍陆柒捌玖", "001123456789123456789", strict=True))
+# Three or more digits in a row, Chinese or not, with at most one space, dot or dash between them: a number
+# read out, not "一个" or "三月" (a run that ends at 十/百/千 counts, it does not spell digits).
+_ZH_RUN = re.compile(
+    r"[〇零幺一二三四五六七八九壹贰叁肆伍陆柒捌玖\d](?:[ .-]?[〇零幺一二三四五六七八九壹贰叁肆伍陆柒捌玖\d]){2,}"
+    r"(?![十百千万亿拾佰仟萬億])"
+)
+_EN_DIGIT = {
+    "zero": "0",
+    "oh": "0",
+    "o": "0",
+    "one": "1",
+    "two": "2",
+    "three": "3",
+    "four": "4",
+    "five": "5",
+    "six": "6",
+    "seven": "7",
+    "eight": "8",
+    "nine": "9",
+}
+_EN_WORD = r"(?:(?:double|triple)[ -])?(?:zero|oh|o|one|two|three|four|five|six|seven|eight|nine)"
+# Three or more digit words in a row ("four four one two", "five five five, oh one two three"); "oh" and
+# "o" are zeros only inside such a run.
+_EN_RUN = re.compile(rf"(?<![\w'’-]){_EN_WORD}(?:[ ,.-]{{1,3}}{_EN_WORD}){{2,}}(?![\w'’])", re.I)
+_EN_PIECE = re.compile(rf"(?<![a-z]){_EN_WORD}(?![a-z])", re.I)
+_DASHES = dict.fromkeys(map(ord, "‐‑‒–—―−﹣－"), "-") | {ord("·"): ".", ord("・"): "."}
+
+
+@dataclass(frozen=True)
+class Reading:
+    """``text`` in normal form; ``starts[i]``/``ends[i]`` say which characters of the original its i-th
+    character stands for."""
+
+    text: str
+    starts: tuple[int, ...]
+    ends: tuple[int, ...]
+
+    def origin(self, start: int, end: int) -> tuple[int, int]:
+        """The span of the original that ``text[start:end]`` was read from."""
+        if not self.text:
+            return 0, 0
+        start = min(max(start, 0), len(self.text) - 1)
+        end = min(max(end, start + 1), len(self.text))
+        return self.starts[start], self.ends[end - 1]
+
+
+def _characters(text: str) -> Reading:
+    """Width and compatibility forms folded (NFKC), any decimal digit as ASCII, dashes as "-"."""
+    out: list[str] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    for i, ch in enumerate(text):
+        if ch.isascii():
+            folded = ch
+        else:
+            digit = unicodedata.decimal(ch, None)
+            folded = str(digit) if digit is not None else unicodedata.normalize("NFKC", ch).translate(_DASHES)
+        for piece in folded:
+            out.append(piece)
+            starts.append(i)
+            ends.append(i + 1)
+    return Reading("".join(out), tuple(starts), tuple(ends))
+
+
+def _rewrite(reading: Reading, edits: Iterable[tuple[int, int, list[tuple[str, int, int]]]]) -> Reading:
+    """``reading`` with ``text[start:end]`` replaced by pieces, each ``(chars, from, to)`` standing for
+    ``text[from:to]``; edits are in order and do not overlap."""
+    out: list[str] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    pos = 0
+    for start, end, pieces in edits:
+        out.append(reading.text[pos:start])
+        starts.extend(reading.starts[pos:start])
+        ends.extend(reading.ends[pos:start])
+        for chars, first, last in pieces:
+            for ch in chars:
+                out.append(ch)
+                starts.append(reading.starts[first])
+                ends.append(reading.ends[last - 1])
+        pos = end
+    out.append(reading.text[pos:])
+    starts.extend(reading.starts[pos:])
+    ends.extend(reading.ends[pos:])
+    return Reading("".join(out), tuple(starts), tuple(ends))
+
+
+def _chinese_digits(reading: Reading) -> Reading:
+    edits = []
+    for m in _ZH_RUN.finditer(reading.text):
+        run = m.group()
+        if any(ch in _ZH_DIGIT for ch in run):
+            pieces = [(_ZH_DIGIT.get(ch, ch), m.start() + i, m.start() + i + 1) for i, ch in enumerate(run)]
+            edits.append((m.start(), m.end(), pieces))
+    return _rewrite(reading, edits) if edits else reading
+
+
+def _english_digits(reading: Reading) -> Reading:
+    """Digit words become digits; what separated them goes, as it does when a number is written down."""
+    edits = []
+    for m in _EN_RUN.finditer(reading.text):
+        pieces = []
+        for word in _EN_PIECE.finditer(m.group()):
+            spoken = word.group().lower()
+            times = 3 if spoken.startswith("triple") else 2 if spoken.startswith("double") else 1
+            digit = _EN_DIGIT[spoken.rsplit(" ", 1)[-1].rsplit("-", 1)[-1]]
+            pieces.append((digit * times, m.start() + word.start(), m.start() + word.end()))
+        if pieces[0][0][0] != "0" or not m.group().lower().startswith("o"):
+            edits.append((m.start(), m.end(), pieces))
+    return _rewrite(reading, edits) if edits else reading
+
+
+def read(text: str) -> Reading:
+    """``text`` in the normal form every secret check reads: folded characters, numbers as digits."""
+    reading = _characters(text or "")
+    if re.search(r"[〇零幺一二三四五六七八九壹贰叁肆伍陆柒捌玖]", reading.text):
+        reading = _chinese_digits(reading)
+    if re.search(r"(?i)\b(?:zero|oh|one|two|three|four|five|six|seven|eight|nine)\b", reading.text):
+        reading = _english_digits(reading)
+    return reading

@@ -1,0 +1,189 @@
+"""Secrets are found by what they are: the text is read in a normal form first (number words, Chinese
+numerals, full-width forms, separators between digits), then each kind is checked by its own structure
+(libphonenumber, Luhn, the IBAN checksum, credentials in a URL, vendor key formats, random-looking tokens),
+and a sentence that states a credential (password, PIN, 口令, combination, CVV, 支付密码 …) is refused
+whatever its value looks like. The audit keeps the kind of what was refused, never any part of it."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from stores.audit import AuditEntry, AuditStore
+from stores.memory.checks import redact, sensitive_kinds
+from stores.memory.rules import apply_operations, content_problem
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        # spaced PINs and PINs in Chinese numerals or words
+        ("我的银行卡 PIN 是 5 8 3 1", "password"),
+        ("ATM PIN: 4-4-1-2", "password"),
+        ("取款密码是九五二七", "password"),
+        ("门禁密码：幺三五七", "password"),
+        ("my PIN is four four one two", "password"),
+        ("my debit card PIN is 0 9 1 2", "password"),
+        # 口令, combination, "uses X as its password"
+        ("我们的口令是天王盖地虎", "password"),
+        ("the combination to the safe is 12-34-56", "password"),
+        ("the locker combination is thirty-two, eleven, five", "password"),
+        ("the router uses sunflower as its password", "password"),
+        ("Grandma uses her cat's name, Mittens, as her password", "password"),
+        # a credential whatever its value looks like
+        ("支付密码是我的生日 1990 年 3 月 15 日", "password"),
+        ("支付密码就是我生日", "password"),
+        ("my password is sunshine", "password"),
+        ("the wifi password is correcthorse", "password"),
+        ("the CVV on my Visa is 737", "password"),
+        ("信用卡背面的安全码是 123", "password"),
+        ("短信验证码 482913", "password"),
+        # an IBAN without spaces, a database URL with its password, a Hugging Face token
+        ("my IBAN is GB82WEST12345698765432", "bank_account"),
+        ("转账到 DE89370400440532013000", "bank_account"),
+        ("the database is postgresql://admin:Winter2024@db.internal:5432/prod", "credentials_url"),
+        ("clone https://alice:ghx7Tq2wLm@git.example.com/repo.git", "credentials_url"),
+        ("my Hugging Face token is hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456", "api_key"),
+        ("hf_kQ8vR2nL5tW9yB3mD7xZ1cF6hJ4pS0gA", "api_key"),
+        ("阿里云 AccessKey ID LTAI5tQx9WmZ3kP7rY2vN8bC", "api_key"),
+        # a phone number in English words
+        ("my cell is four one five, five five five, zero one three two", "phone"),
+        ("我的手机是幺三八 幺二三四 五六七八", "phone"),
+        # full-width forms and cards without a word naming them
+        ("ｍｙ　ｐａｓｓｗｏｒｄ　ｉｓ　ｔｉｇｅｒ７", "password"),
+        ("4111 1111 1111 1111 exp 12/29", "bank_card"),
+        ("pay with 3782 822463 10005", "bank_card"),
+    ],
+)
+def test_each_kind_is_found(text: str, kind: str) -> None:
+    assert kind in sensitive_kinds(text), sensitive_kinds(text)
+    assert content_problem("semantic", text) is not None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "I forgot my password again",
+        "my password is too weak, I should change it",
+        "the password must be at least 12 characters",
+        "密码长度至少 12 位",
+        "支付密码是 6 位数字",
+        "密码是什么来着？",
+        "what is the wifi password?",
+        "密码是区分大小写的",
+        "the password is on a sticky note under the keyboard",
+        "The user's secret is that they love cats",
+        "a combination of factors made it work",
+        "the pin on the map is wrong",
+        "订单号 20240315004212 已发货",
+        "版本 1.2.3.4567 发布了",
+        "the meeting is on 2024-03-15 at 10:30",
+        "I paid 4,111.11 yuan",
+        "客服电话 10086",
+        "报警请拨 110",
+        "one two three, let's go",
+        "用户有三个孩子，一个八岁",
+        "our IBAN format has 22 characters",
+        "see https://example.com/docs?page=2",
+        "the repo is huggingface.co/bert-base-uncased",
+        "I love 🍕 and 🍣",
+    ],
+)
+def test_look_alikes_are_not_secrets(text: str) -> None:
+    assert sensitive_kinds(text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("AWS access key id AKIAIOSFODNN7EXAMPLE for the backup bucket", "IOSFODNN"),
+        ("the key is sk-proj-Ab12Cd34Ef56Gh78Ij90Kl12, keep it", "Kl12"),
+        ("IBAN DE89 3704 0044 0532 0130 00", "0130 00"),
+        ("IBAN DE89 3704 0044 0532 0130 00", "3704"),
+        ("我们的口令是天王盖地虎，别外传", "盖地虎"),
+        ("PIN 是 5 8 3 1", "8 3 1"),
+        ("postgresql://admin:Winter2024@db.internal:5432/prod", "Winter2024"),
+    ],
+)
+def test_redaction_keeps_no_part_of_the_value(text: str, value: str) -> None:
+    assert value not in redact(text)
+
+
+class _Writer:
+    def add(self, *args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a secret must not be written")
+
+    get = update = delete = find_same = add
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "The user's AWS access key id is AKIAIOSFODNN7EXAMPLE",
+        "用户的 IBAN 是 GB82 WEST 1234 5698 7654 32",
+        "The user's API key is sk-proj-Ab12Cd34Ef56Gh78Ij90Kl12",
+        "用户的支付密码是九五二七",
+    ],
+)
+def test_the_audit_records_the_refusal_and_its_kind_but_no_part_of_the_value(
+    tmp_path: Any, content: str
+) -> None:
+    audit = AuditStore(tmp_path)
+    proposal = {"operations": [{"action": "ADD", "type": "semantic", "content": content, "confidence": 0.95}]}
+    apply_operations(
+        proposal,
+        writer=_Writer(),
+        audit=audit,
+        user_id="alice",
+        thread_id="t",
+        latest_user_message="记住",
+        snapshot=[],
+    )
+    [entry] = audit.list(user_id="alice")
+    assert (entry.status, entry.rule) == ("rejected", 4) and "sensitive data" in (entry.reason or "")
+    kept = " ".join(str(v) for v in entry.as_dict().values())
+    for piece in ("AKIA", "EXAMPLE", "WEST", "7654", "Kl12", "Ab12", "九五二七", "9527"):
+        assert piece not in kept, kept
+    audit.close()
+
+
+def test_the_audit_store_withholds_a_secret_any_caller_hands_it(tmp_path: Any) -> None:
+    audit = AuditStore(tmp_path)
+    audit.record(
+        AuditEntry(
+            user_id="alice",
+            action="EXTRACT",
+            status="failed",
+            reason="ValueError: could not parse 'my password is Tr0ub4dor&3'",
+        )
+    )
+    [entry] = audit.list(user_id="alice")
+    assert "Tr0ub4dor" not in (entry.reason or "") and "password" in (entry.reason or "")
+    audit.close()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "密码" * 50_000,
+        "1 " * 50_000,
+        "my password is " + "a" * 100_000,
+        "四" * 100_000,
+        "one " * 25_000,
+        "x" * 99_990 + " PIN 1234",
+    ],
+)
+def test_very_long_text_is_checked_in_bounded_time(text: str) -> None:
+    started = time.perf_counter()
+    sensitive_kinds(text)
+    redact(text)
+    assert time.perf_counter() - started < 5.0
+
+
+def test_mixed_language_and_emoji_text_is_read_like_any_other() -> None:
+    assert "password" in sensitive_kinds("🔐 我的 Netflix password 是 movie4U 😀")
+    assert "phone" in sensitive_kinds("📞 call 我 at 一三八 1234 五六七八 🙏")
+    assert sensitive_kinds("🎉 生日快乐 happy birthday 🎂 2024-03-15") == []
