@@ -49,6 +49,9 @@ class Server:
         return "\n".join(text.splitlines()[-lines:])
 
 
+RELATIVE_HOME = Path(".kb-agent")
+
+
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
@@ -71,6 +74,7 @@ def _server_env(home: Path) -> dict[str, str]:
         LANGSMITH_TRACING="false",
         PYTHONUNBUFFERED="1",
         NO_COLOR="1",
+        PYTHONPATH=str(REPO_ROOT),  # the CLI runs from the server's working directory
     )
     return env
 
@@ -101,10 +105,14 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     docs = tmp / "docs"
     docs.mkdir()
     (docs / "old-policy.md").write_text("# Old policy\n\nThe 2019 travel policy, superseded.\n", "utf-8")
+    # KB_AGENT_HOME as the README's setup has it: relative to the server's working directory (resolving it
+    # asks for that directory, which the runtime's blocking-call guard refuses on the event loop)
+    workdir = tmp / "langgraph-dev"
+    workdir.mkdir()
     ingest = subprocess.run(
         [sys.executable, "-m", "cli", "ingest", str(docs)],
-        cwd=REPO_ROOT,
-        env=_server_env(tmp / "kb-home"),
+        cwd=workdir,
+        env=_server_env(RELATIVE_HOME),
         capture_output=True,
         text=True,
         timeout=120,
@@ -112,7 +120,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     assert ingest.returncode == 0, ingest.stderr
 
     port = _free_port()
-    workdir = tmp / "langgraph-dev"
     cmd = [
         str(exe),
         "dev",
@@ -130,7 +137,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         proc = subprocess.Popen(
             cmd,
             cwd=workdir,
-            env=_server_env(tmp / "kb-home"),
+            env=_server_env(RELATIVE_HOME),
             stdin=subprocess.DEVNULL,
             stdout=log_file,
             stderr=subprocess.STDOUT,
@@ -371,3 +378,8 @@ def test_threads_are_owned_on_the_server(server: Server) -> None:
     finally:
         alice.close()
         bob.close()
+
+
+def test_no_request_above_made_a_blocking_call_on_the_event_loop(server: Server) -> None:
+    caught = [line for line in server.log.read_text("utf-8", "replace").splitlines() if "BlockingError" in line]
+    assert caught == [], "\n".join(caught)
