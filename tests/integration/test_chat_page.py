@@ -16,9 +16,9 @@ import httpx
 import pytest
 
 from tests.fixtures.browser import Page
-from tests.fixtures.chat_server import TOKENS, blocking_calls, relative_home_server
+from tests.fixtures.chat_server import blocking_calls, relative_home_server
 from tests.fixtures.openai_server import OpenAIServer, ScriptedReply
-from tests.fixtures.serve import DevServer, dev_env
+from tests.fixtures.serve import DevServer
 
 pytestmark = pytest.mark.server
 
@@ -239,17 +239,14 @@ def slow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]
     tmp = tmp_path_factory.mktemp("slow-chat-page")
     reply = ScriptedReply(content=SLOW_ANSWER, chunk_pause=4.0)
     with OpenAIServer(script=lambda body: reply, api_key="test-key") as model:
-        env = dev_env(tmp / "home")
-        env.update(
-            KB_AGENT_EMBEDDER="hashing",
+        srv = relative_home_server(tmp, None)
+        srv.env.update(
             KB_AGENT_MODEL=model.model,
             KB_AGENT_BASE_URL=model.base_url,
             KB_AGENT_API_KEY="test-key",
             KB_AGENT_LONG_TERM_MEMORY="false",
             KB_AGENT_REWRITE_QUERY="false",
-            KB_AGENT_API_TOKENS=json.dumps(TOKENS),
         )
-        srv = DevServer(env=env, log=tmp / "server.log")
         try:
             srv.start()
             yield srv
