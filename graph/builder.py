@@ -12,15 +12,12 @@ LangGraph server imports ``graph.server.graph``, compiled without one (it brings
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Iterator
-from contextlib import aclosing
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
-from langchain_core.runnables import RunnableConfig
-from langchain_core.runnables.config import ensure_config, merge_configs
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import get_runtime
@@ -35,7 +32,7 @@ from graph.services import (
     knowledge_services,
 )
 from nodes.agent import make_agent
-from nodes.context import Context, RunContext, resolve_run, run_settings
+from nodes.context import context_schema, run_settings
 from nodes.conversation import current_question
 from nodes.execute_tools import make_tools
 from nodes.load_memory import make_load_memory, remembers
@@ -48,6 +45,7 @@ from nodes.tool_choice import add_find_tools
 from nodes.update_memory import make_update_memory
 from stores.base import MemoryStore
 from stores.memory.store import ChromaMemoryStore
+from stores.tool_effects import ToolEffectLog
 from tools.builtin import builtin_registry
 from tools.knowledge_tools import knowledge_tools
 from tools.memory_tools import memory_tools
@@ -156,19 +154,21 @@ def build_builder(
     knowledge: KnowledgeSource | DeploymentKnowledge = DEPLOYMENT_KNOWLEDGE,
     memory: MemoryStore | RunMemory | None = None,
     settings: Settings | None = None,
+    effects: ToolEffectLog | None = None,
 ) -> StateGraph:
     """The uncompiled graph.
 
     ``model`` fixes the chat model (else it is chosen per run from the context); ``knowledge`` is a
     knowledge base, a function of the run's settings that opens one (the default: the one under the data
     dir, if anything was ingested), or None for none. ``settings`` is the deployment (None: read from the
-    environment); a run's context may only adjust it within its caps (``nodes.context``).
+    environment); a run's context may only adjust it within its caps (``nodes.context``). ``effects`` is
+    the record of side-effecting tool calls (else the one beside each run's threads).
     """
     settings = settings if settings is not None else Settings.current()  # read once, here, not per run
     if registry is None:
         registry = app_registry(settings, memory=tool_memory(memory))
     add_find_tools(registry)  # a catalog too big to bind whole gets the find_tools meta-tool
-    builder = StateGraph(State, input_schema=InputState, context_schema=Context)
+    builder = StateGraph(State, input_schema=InputState, context_schema=context_schema(settings))
     builder.add_node("load_memory", make_load_memory(memory, settings))
     # Bad feedback down-weights chunks of the deployment's own knowledge base only.
     own = isinstance(knowledge, DeploymentKnowledge)
@@ -177,7 +177,8 @@ def build_builder(
     builder.add_node("retrieve", make_retrieve(knowledge, model, settings, penalties, chat_models=models))
     fold = make_fold(registry, model, deployment=settings, chat_models=models)
     builder.add_node("agent", make_agent(registry, model, settings, chat_models=models, fold=fold))
-    builder.add_node("tools", make_tools(registry, settings, effects=lambda s: ROOT.services(s).tool_effects()))
+    record = (lambda _: effects) if effects is not None else (lambda s: ROOT.services(s).tool_effects())
+    builder.add_node("tools", make_tools(registry, settings, effects=record))
     builder.add_node("update_memory", make_update_memory(memory, settings))
 
     routes = Routes(memory, knowledge, settings)
@@ -190,35 +191,6 @@ def build_builder(
     return builder
 
 
-class KbAgentGraph(CompiledStateGraph):
-    """The compiled agent. Each run's context is resolved and checked once, before the first node, into the
-    :class:`~nodes.context.RunContext` the nodes read from ``runtime.context``: the deployment within the
-    caller's knobs, with the identity the run's config carries (a server's authenticated user, else the
-    in-process caller's ``user_id``). ``context_schema`` stays :class:`Context`, the caller's knobs only."""
-
-    def __init__(self, *, deployment: Settings | None = None, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.deployment = deployment  # kept by ``copy`` (the server's, with its checkpointer), like every attribute
-
-    def run_context(self, context: Any, config: RunnableConfig | None) -> RunContext:
-        merged = ensure_config(merge_configs(self.config, config))
-        return resolve_run(context, merged.get("configurable") or {}, self.deployment)
-
-    def stream(  # type: ignore[override]
-        self, input: Any, config: RunnableConfig | None = None, *, context: Any = None, **kwargs: Any
-    ) -> Iterator[Any]:
-        run = self.run_context(context, config)
-        yield from super().stream(input, config, context=run, **kwargs)
-
-    async def astream(  # type: ignore[override]
-        self, input: Any, config: RunnableConfig | None = None, *, context: Any = None, **kwargs: Any
-    ) -> AsyncIterator[Any]:
-        run = self.run_context(context, config)
-        async with aclosing(super().astream(input, config, context=run, **kwargs)) as chunks:
-            async for chunk in chunks:
-                yield chunk
-
-
 def build_graph(
     checkpointer: BaseCheckpointSaver | None = None,
     store: BaseStore | None = None,
@@ -229,9 +201,14 @@ def build_graph(
     memory: MemoryStore | RunMemory | None = None,
     settings: Settings | None = None,
 ) -> CompiledStateGraph:
-    """The compiled agent. Pass a checkpointer to keep threads (``stores.checkpoint.open_checkpointer``)."""
+    """The compiled agent. Pass a checkpointer to keep threads (``stores.checkpoint.open_checkpointer``).
+
+    With an in-memory checkpointer the record of side-effecting tool calls is kept in memory too: it guards
+    re-runs of a thread's steps, and such threads end with the process.
+    """
     settings = settings if settings is not None else Settings.current()
-    builder = build_builder(model=model, registry=registry, knowledge=knowledge, memory=memory, settings=settings)
-    compiled = builder.compile(checkpointer=checkpointer, store=store, name="kb-agent")
-    attrs = {k: v for k, v in compiled.__dict__.items() if k != "__orig_class__"}  # as ``Pregel.copy`` does
-    return KbAgentGraph(deployment=settings, **attrs)
+    effects = ToolEffectLog.in_memory() if isinstance(checkpointer, InMemorySaver) else None
+    builder = build_builder(
+        model=model, registry=registry, knowledge=knowledge, memory=memory, settings=settings, effects=effects
+    )
+    return builder.compile(checkpointer=checkpointer, store=store, name="kb-agent")

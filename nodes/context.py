@@ -36,6 +36,7 @@ __all__ = [
     "Identity",
     "RunContext",
     "check_run_values",
+    "context_schema",
     "resolve_run",
     "run_settings",
 ]
@@ -94,6 +95,18 @@ class Context:
     def chosen(self) -> dict[str, Any]:
         """The knobs this run set (the rest take the deployment's values)."""
         return {f.name: v for f in fields(self) if (v := getattr(self, f.name)) is not None}
+
+
+def context_schema(deployment: Settings) -> type[Context]:
+    """The graph's ``context_schema`` for ``deployment``: :class:`Context` whose values are also held to the
+    deployment's caps. LangGraph builds it from a run's ``context`` before the first step, so a run a caller
+    may not make is refused before anything of it is written; its JSON schema is Context's own."""
+
+    def __init__(self: Context, **values: Any) -> None:
+        Context.__init__(self, **values)
+        _check_caps(self.chosen(), deployment)
+
+    return type("Context", (Context,), {"__init__": __init__, "__module__": __name__, "__doc__": Context.__doc__})
 
 
 _KNOBS = {f.name: f for f in fields(Context)}
@@ -296,9 +309,8 @@ def _configured_user() -> str | None:
 
 @dataclass(frozen=True)
 class RunContext:
-    """One run's context once resolved: the deployment's settings within the caller's checked knobs,
-    with the caller's identity applied (user, roles, groups). The compiled graph builds it once, before the
-    first node, and nodes read it from ``runtime.context``; it is never built from a caller's input alone."""
+    """One run's settings once resolved: the deployment's within the caller's checked knobs, with the
+    caller's identity applied (user, roles, groups). Never built from a caller's input alone."""
 
     settings: Settings
 
@@ -323,11 +335,12 @@ def resolve_run(
 
 
 def run_settings(runtime: Runtime[Any] | None, deployment: Settings | None = None) -> Settings:
-    """The settings one run works with: the deployment, the caller's checked knobs, the caller's identity.
+    """The settings one run works with: the deployment, the caller's checked knobs, the caller's identity
+    (a server's authenticated user, else the in-process caller's ``user_id``).
 
-    The compiled graph resolves them once per run (:func:`resolve_run`); a graph compiled elsewhere from
-    the builder gets them resolved here, from the raw context. A ``Settings`` object as the run's context
-    comes from in-process code and is taken whole.
+    Every node asks; the work is done once per (deployment, knobs, identity) and kept, so all the nodes of
+    a run read the same object. A ``Settings`` object as the run's context comes from in-process code and
+    is taken whole.
     """
     context = runtime.context if runtime is not None else None
     if isinstance(context, RunContext):

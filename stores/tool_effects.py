@@ -60,6 +60,11 @@ class ToolEffectLog:
         self._db.create(SCHEMA)
         self.prune(retention)  # once per open: the table stays the size of recent activity
 
+    @classmethod
+    def in_memory(cls) -> ToolEffectLog:
+        """A record that lives as long as the process: for threads that do (an in-memory checkpointer)."""
+        return cls(Path(), "sqlite:///:memory:")
+
     def prune(self, older_than: timedelta) -> int:
         """Drop records older than ``older_than``; returns how many went."""
         cutoff = (datetime.now(UTC) - older_than).isoformat()

@@ -1,4 +1,5 @@
-"""A run's context is resolved and checked once, before the first node, into the RunContext nodes read."""
+"""A run's context is LangGraph's own: checked before the first step, resolved once into the settings every
+node of the run reads."""
 
 from __future__ import annotations
 
@@ -9,10 +10,10 @@ from typing import Any
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph.state import CompiledStateGraph
 
 import nodes.context as run_context
 from graph import build_graph
-from graph.builder import KbAgentGraph
 from models import ScriptedChatModel
 from nodes.context import ConfigError, ForbiddenSettingError, RunContext, resolve_run
 from nodes.settings import Settings
@@ -26,22 +27,22 @@ class ServerUser:
     permissions: tuple[str, ...] = ()
 
 
-def _graph(tmp_path: Path, answers: list[Any]) -> KbAgentGraph:
+def _graph(tmp_path: Path, answers: list[Any]) -> CompiledStateGraph:
     settings = Settings(data_dir=str(tmp_path), long_term_memory=False)
     return build_graph(InMemorySaver(), model=ScriptedChatModel(answers), knowledge=None, settings=settings)
 
 
-def test_every_node_of_a_run_reads_the_one_context_resolved_before_it(
+def test_every_node_of_a_run_reads_the_one_context_resolved_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     resolved: list[Any] = []
-    real = run_context._resolve
+    real = run_context._checked
 
-    def counting(*args: Any) -> Settings:
-        resolved.append(args[0])
-        return real(*args)
+    def counting(base: Settings, knobs: Any) -> dict[str, Any]:
+        resolved.append(dict(knobs))
+        return real(base, knobs)
 
-    monkeypatch.setattr(run_context, "_resolve", counting)
+    monkeypatch.setattr(run_context, "_checked", counting)
     graph = _graph(tmp_path, ["first", "second"])
     config = {"configurable": {"thread_id": "t", "user_id": "alice"}}
     graph.invoke({"messages": [("user", "hello")]}, config, context={"top_k": 3})
@@ -76,11 +77,13 @@ def test_in_process_the_callers_user_id_names_the_user() -> None:
     assert resolve_run(run, {"user_id": "someone-else"}) is run  # resolved once, kept
 
 
-def test_the_server_copy_of_the_graph_keeps_resolving(tmp_path: Path) -> None:
+def test_the_graph_is_langgraphs_own_and_its_schema_is_the_callers_knobs(tmp_path: Path) -> None:
     graph = _graph(tmp_path, ["ok"])
-    copy = graph.copy(update={"checkpointer": InMemorySaver()})
-    assert isinstance(copy, KbAgentGraph) and copy.deployment is graph.deployment
-    assert copy.get_context_jsonschema()["title"] == "Context"  # Studio still shows only the caller's knobs
+    assert type(graph) is CompiledStateGraph  # no subclass, no copied internals
+    copy = graph.copy(update={"checkpointer": InMemorySaver()})  # what a server does with it
+    assert copy.get_context_jsonschema()["title"] == "Context"  # Studio shows only the caller's knobs
+    with pytest.raises(ConfigError, match="max_rounds"):
+        copy.invoke({"messages": [("user", "hi")]}, {"configurable": {"thread_id": "c"}}, context={"max_rounds": 10_000})
 
 
 def test_a_run_acts_with_the_rights_its_user_holds_now(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
