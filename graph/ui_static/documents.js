@@ -49,10 +49,13 @@ function table(documents, mayChange) {
   if (mayChange) head.append(el("th", { scope: "col", text: t("delete") }));
   const body = el("tbody");
   for (const doc of documents) {
-    const row = el("tr", { "data-source": doc.source }, el("td", { text: doc.title }), el("td", { text: doc.source }),
-      el("td", { text: String(doc.chunks) }), el("td", { text: doc.groups.join(", ") }), el("td", { text: when(doc.ingested_at) }), el("td", { text: doc.added_by || "—" }));
+    // data-label: on a phone each row is a card, each cell saying what it is
+    const cell = (key, text) => el("td", { "data-label": t(key), text });
+    const row = el("tr", { "data-source": doc.source }, cell("docTitle", doc.title), cell("docFile", doc.source),
+      cell("docChunks", String(doc.chunks)), cell("docGroups", doc.groups.join(", ")),
+      cell("docWhen", when(doc.ingested_at)), cell("docBy", doc.added_by || "—"));
     if (mayChange) {
-      const cell = el("td");
+      const cell = el("td", { class: "doc-actions" });
       cell.append(el("button", { type: "button", class: "delete-doc", text: t("delete"), "aria-label": `${t("delete")}: ${doc.source}`,
         onclick: () => confirmDelete(cell, doc) }));
       row.append(cell);

@@ -113,6 +113,21 @@ def test_the_question_box_grows_with_its_text(phone: Page) -> None:
     assert not phone.scrolls_sideways()
 
 
+def test_on_a_phone_the_documents_area_fits_in_chinese(browser: Any, server: DevServer, tmp_path: Path) -> None:
+    tab = _tab(browser, server, tmp_path, locale="zh-CN", viewport=PHONE, color_scheme="dark")
+    try:
+        page = tab.sign_in("tok-bob")
+        page.click("#open-threads")
+        page.click("#show-documents")
+        page.wait_for_selector("#documents-view .docs-table")
+        assert page.inner_text("#documents-title") == "文档"
+        page.wait_for_selector("#sidebar", state="hidden")  # the drawer closed
+        assert not tab.scrolls_sideways()
+        tab.shot("phone-documents-zh-dark", full_page=True)
+    finally:
+        tab.close()
+
+
 def _background(page: Any) -> str:
     return page.evaluate("getComputedStyle(document.body).backgroundColor")
 
