@@ -10,9 +10,7 @@ answer is still generated for the original question.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
-from pathlib import PurePosixPath
-from typing import Any
+from collections.abc import Callable
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.runtime import Runtime
@@ -27,7 +25,7 @@ from nodes.retrieval_gate import needs_retrieval
 from nodes.settings import Settings
 from nodes.state import State
 from stores.base import KnowsLanguages, Passage, PassageSearch
-from stores.feedback import downweight
+from tools.passage_search import Penalties, search_passages
 
 log = logging.getLogger("kb_agent.retrieve")
 KnowledgeSource = PassageSearch | Callable[[Context], PassageSearch | None] | None
@@ -37,44 +35,6 @@ def resolve_knowledge(source: KnowledgeSource, ctx: Settings) -> PassageSearch |
     if source is None or isinstance(source, PassageSearch):
         return source
     return source(ctx)
-
-
-Penalties = Callable[[Settings], Mapping[str, int]]  # settings -> chunk ids rated bad, with their counts
-
-
-def _penalised(penalties: Penalties | None, ctx: Settings) -> Mapping[str, int]:
-    """Chunks the deployment's feedback down-weights; a feedback store that fails changes nothing."""
-    if penalties is None or ctx.feedback_penalty >= 1.0:
-        return {}
-    try:
-        return penalties(ctx)
-    except Exception:
-        log.exception("feedback penalties unavailable; retrieving without them")
-        return {}
-
-
-def preferred(
-    passages: Sequence[Passage], memories: Sequence[Mapping[str, Any]], factor: float
-) -> list[Passage]:
-    """Passages from a folder or access group the user's memories name ("我平时查产品手册") score
-    ``factor`` times higher, once (the category the user asked for most); the rest keep their order."""
-    texts = [str(m.get("content", "")).casefold() for m in memories]
-    if factor <= 1.0 or not texts or not passages:
-        return list(passages)
-
-    def named(p: Passage) -> bool:
-        source = str(p.get("source") or p.get("id", "").rsplit("#", 1)[0])
-        groups = str((p.get("metadata") or {}).get("groups", "")).split(",")
-        names = [*PurePosixPath(source).parts[:-1], *(g.strip() for g in groups if g.strip() != "public")]
-        return any(len(n) >= 2 and n.casefold() in text for n in names for text in texts)
-
-    boosted = [
-        {**p, "score": float(p.get("score", 0.0)) * factor, "metadata": {**(p.get("metadata") or {}), "preferred": True}}
-        if named(p)
-        else p
-        for p in passages
-    ]
-    return sorted(boosted, key=lambda p: -float(p.get("score", 0.0)))  # type: ignore[return-value]
 
 
 def make_retrieve(
@@ -123,19 +83,25 @@ def make_retrieve(
 
         def find() -> list[Passage]:
             reranker = reranker_from_setting(ctx.reranker, chat, api_key=ctx.api_key)
-            penalised = _penalised(penalties, ctx)
-            boosting = ctx.preference_boost > 1.0 and bool(state.memories)
-            pool = max(ctx.top_k, ctx.candidates) if reranker is not None or penalised or boosting else ctx.top_k
 
-            def search(query: str) -> list[Passage]:
-                return list(kb.search(query, user_id=ctx.user_id, groups=groups, top_k=pool))
+            def rerank(candidates: list[Passage], top_k: int) -> list[Passage]:
+                assert reranker is not None
+                return cut_below(reranker.rerank(question, candidates, top_k), ctx.rerank_min_score)
 
-            passages = retrieve_planned(plan, search, rrf_k=ctx.rrf_k, top_k=pool)
-            passages = downweight(passages, penalised, ctx.feedback_penalty)
-            passages = preferred(passages, state.memories, ctx.preference_boost)
-            if reranker is not None and passages:
-                passages = cut_below(reranker.rerank(question, passages, ctx.top_k), ctx.rerank_min_score)
-            return passages[: ctx.top_k]
+            def search(pool: int) -> list[Passage]:
+                def one(query: str) -> list[Passage]:
+                    return list(kb.search(query, user_id=ctx.user_id, groups=groups, top_k=pool))
+
+                return retrieve_planned(plan, one, rrf_k=ctx.rrf_k, top_k=pool)
+
+            return search_passages(
+                search,
+                ctx,
+                top_k=ctx.top_k,
+                penalties=penalties,
+                memories=state.memories,
+                rerank=rerank if reranker is not None else None,
+            )
 
         passages = yield IO(find)
         log.info(

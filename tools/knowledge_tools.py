@@ -14,7 +14,8 @@ from typing import Any
 from langchain_core.messages import AIMessage, HumanMessage
 
 from stores.base import Passage
-from stores.feedback import answer_digest, downweight
+from stores.feedback import answer_digest
+from tools.passage_search import search_passages
 from tools.registry import RunSettings, ToolContext, ToolError, ToolSpec
 
 PASSAGE_CHARS = 800
@@ -31,18 +32,12 @@ class KnowledgeServices:
 
 
 def _search(services: KnowledgeServices, kb: Any, query: str, ctx: ToolContext, top_k: int) -> list[Passage]:
-    """The caller's search, with chunks that bad feedback marked down-weighted (``downweight``)."""
-    settings = ctx.run_settings()
-    factor = settings.feedback_penalty
-    penalised: Mapping[str, int] = {}
-    if services.penalties is not None and factor < 1.0:
-        try:
-            penalised = services.penalties(settings)
-        except Exception:  # feedback is a hint: its store failing must not fail the search
-            penalised = {}
-    pool = top_k * 2 if penalised else top_k
-    hits = kb.search(query, user_id=ctx.user_id, groups=_groups(ctx), top_k=pool)
-    return downweight(hits, penalised, factor)[:top_k]
+    """The caller's search, as the retrieve node makes it (:func:`tools.passage_search.search_passages`)."""
+
+    def search(pool: int) -> list[Passage]:
+        return list(kb.search(query, user_id=ctx.user_id, groups=_groups(ctx), top_k=pool))
+
+    return search_passages(search, ctx.run_settings(), top_k=top_k, penalties=services.penalties)
 
 
 def _groups(ctx: ToolContext) -> tuple[str, ...]:

@@ -72,6 +72,11 @@ def test_bad_feedback_down_weights_the_chunks_it_cited_and_is_reported(kb_home: 
     again = next(p for p in after if p["id"] == cited)
     assert again["score"] == pytest.approx(before[0]["score"] * 0.8)
     assert again["metadata"]["feedback_penalty"] == 0.8
+    # The search_knowledge tool searches as the retrieve node does: the same order, the same scores.
+    called = _ask(build_graph(), {}, "call tool search_knowledge with " + json.dumps({"query": question}))
+    tool = next(m for m in called["messages"] if isinstance(m, ToolMessage) and m.name == "search_knowledge")
+    found = [(p["id"], p["score"]) for p in json.loads(tool.content)["passages"]]
+    assert found and found == [(p["id"], round(p["score"], 4)) for p in after][: len(found)]
     off = _ask(build_graph(), {}, question, feedback_penalty=1.0)["passages"]
     assert off[0]["id"] == cited and off[0]["score"] == pytest.approx(before[0]["score"])
     report = CliRunner().invoke(app, ["feedback", "report", "--json"])

@@ -1,10 +1,10 @@
-"""``nodes.retrieve.preferred``: folders and groups a user's memories name, boosted once and bounded."""
+"""``tools.passage_search.preferred``: folders and groups a user's memories name, boosted once and bounded."""
 
 from __future__ import annotations
 
 import pytest
 
-from nodes.retrieve import preferred
+from tools.passage_search import preferred
 
 PASSAGES = [
     {"id": "a/x.md#0", "source": "a/x.md", "score": 1.0, "metadata": {"groups": "public"}},
