@@ -92,13 +92,15 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         "credentials_url",
         re.compile(
             r"\b[a-z][a-z0-9+.-]{1,20}://[^\s:/@]+:[^\s@/]+@[^\s/]+"
-            r"|[?&](?:access_token|token|api_?key|key|secret|client_secret|password|passwd|pwd|sig|signature"
+            r"|[?&][\w.-]{0,20}(?:token|api_?key|key|secret|password|passwd|pwd|sig|signature|credential"
             r"|auth)=[^&\s]{6,}",
             re.I,
         ),
     ),
     ("email", EMAIL),
 )
+# A number its writer calls a card (工资卡, 借记卡, "debit card") with a payment card's length is one.
+_CARD_WORD = re.compile(r"卡|\bcard\b", re.I)
 _DIGIT_RUN = re.compile(r"(?<![\d+.])\+?\d(?:[\s.-]?\d){6,22}[Xx]?(?![.]?\d)")
 _TOKENISH = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{24,}={0,2}")
 _IBAN_START = re.compile(r"(?<![A-Za-z0-9])[A-Za-z]{2}\d{2}(?=[ -]?[A-Za-z0-9])")
@@ -182,7 +184,11 @@ def _digit_runs(text: str) -> Iterator[Span]:
             yield "phone", m.start(), m.end()
         elif re.fullmatch(_ID_CARD, compact):
             yield "id_card", m.start(), m.end()
-        elif _card_number(compact):
+        elif _card_number(compact) or (
+            compact.isdigit()
+            and 16 <= len(compact) <= 19
+            and _CARD_WORD.search(text, max(0, m.start() - 12), m.start())
+        ):
             yield "bank_card", m.start(), m.end()
 
 

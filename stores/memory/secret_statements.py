@@ -24,7 +24,8 @@ _EN_CREDENTIAL = (
     r"|\bone[\s-]time\s+(?:code|pass(?:word|code))\b"
     r"|\b(?:access|door|gate|entry|alarm|unlock|garage|building|lock|safe|login|sign[\s-]?in|2fa|mfa|sms"
     r"|recovery|backup|auth(?:entication)?)\s+codes?\b"
-    r"|\b(?:seed|recovery|mnemonic)\s+(?:phrase|words)\b|\bsecret\s+answer\b|\bcombination\b)"
+    r"|\b(?:seed|recovery|mnemonic)\s+(?:phrase|words)\b|\b(?:secret|security)\s+(?:question\s+)?answer\b"
+    r"|\banswer\s+to\s+(?:my|the|his|her|our)\s+security\s+question\b|\bcombination\b)"
 )
 CREDENTIAL = re.compile(rf"{_ZH_CREDENTIAL}|{_EN_CREDENTIAL}", re.I)
 # A noun after the credential word makes the phrase about something else: "password policy", "密码长度".
@@ -38,7 +39,7 @@ _META_AFTER = re.compile(
 _LOCK = re.compile(r"\b(?:safe|lock|locker|padlock|vault|suitcase|briefcase|door|gym|bike)\b", re.I)
 
 # What is said about a credential without giving it: judgements, lengths, places, masks, questions.
-_EN_NOT_VALUE = re.compile(
+_EN_JUDGEMENT = re.compile(
     r"(?:(?:too|very|so|quite|really|pretty|rather|a\s+bit|kind\s+of|not|n't|never|still|also|always|usually"
     r"|probably|definitely|just|now|already|easy\s+to|hard\s+to)\s+)*"
     r"(?:weak|strong|long|short|easy|hard|difficult|simple|complex|complicated|secure|insecure|safe|unsafe"
@@ -47,12 +48,22 @@ _EN_NOT_VALUE = re.compile(
     r"|stolen|hacked|different|same|similar|unique|random|memorable|secret|private|confidential|hidden"
     r"|encrypted|hashed|stored|saved|kept|written|managed|generated|sent|shown|displayed|printed|protected"
     r"|fine|ok|okay|good|bad|great|terrible|awful|weird|annoying|impossible|useless|guessable|obvious"
-    r"|known|unknown|shared|reused|temporary|remembered|needed|enough|set|updated|accepted|rejected|working"
-    r"|on|in|at|under|inside|behind|somewhere|there|here|below|above|attached|for|from|by|with|without"
+    r"|known|unknown|shared|reused|temporary|remembered|enough|set|updated|accepted|rejected|working)"
+    # the judgement is the whole predicate, or what follows qualifies it: "correct now", "changed every
+    # month"; "correct horse battery staple" is a value that starts with an adjective
+    r"(?=\s*$|[^\w\s]|\s+(?:to|for|and|but|or|now|again|enough|though|anyway|because|since|so|than|as|at|in"
+    r"|on|by|with|too|already|yet|then|every|each|once|twice|regularly|daily|weekly|monthly|automatically"
+    r"|after|before|when|if|until|from|here|there)\b)",
+    re.I,
+)
+# Words that cannot begin a value: places, pronouns, questions, lengths, "the same", "a must".
+_EN_NOT_VALUE = re.compile(
+    r"(?:on|in|at|under|inside|behind|somewhere|there|here|below|above|attached|for|from|by|with|without"
     r"|what|which|where|when|who|whose|how|why|whether|it|this|that|these|those|something|anything|nothing"
     r"|everything|mine|yours|ours|theirs|one\s+of|at\s+least|at\s+most|the\s+(?:same|problem|issue|thing)"
     r"|an?\s+(?:secret|mess|problem|pain|joke|nightmare|hassle|issue|must|requirement|mix|combination)"
-    r"|\d+\s*(?:characters?|chars?|digits?|letters?|symbols?|numbers?|words?|long))\b",
+    r"|(?:the\s+)?(?:last\s+|first\s+)?(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|twelve)\s+"
+    r"(?:characters?|chars?|digits?|letters?|symbols?|numbers?|words?|long))\b",
     re.I,
 )
 _ZH_NOT_VALUE = re.compile(
@@ -78,7 +89,7 @@ _ASSIGN = re.compile(
 )
 _RIGHT_AFTER = re.compile(r"\s*(?=[^\s\w]?[!-~]*\d)")  # "支付密码 551234", "PIN 1234", "验证码 482913"
 _EN_USE = re.compile(
-    rf"\b(?:(?:use[sd]?|using|chose|choose|picked|pick)\s+(?P<value>(?:[^.;!?\n]|[.!?](?=\S)){{1,60}}?)\s+(?:as|for)"
+    rf"\b(?:(?:use[sd]?|using|chose|choose|picked|pick)\s+(?P<value>(?:[^.;?\n]|[.?](?=\S)){{1,60}}?)\s+(?:as|for)"
     rf"|(?:set|made|make|have|has|had)\s+(?P<had>[^.;!?\n]{{1,60}}?)\s+as)\s+(?:{_DETERMINER}\s+)?(?:[\w-]+\s+){{0,2}}?(?P<word>{_EN_CREDENTIAL})",
     re.I,
 )
@@ -112,7 +123,7 @@ def _is_value(value: str, *, zh: bool) -> bool:
         return False
     if CREDENTIAL.search(value):
         return False  # "use a password manager for my passwords": a value does not name a credential
-    if _EN_NOT_VALUE.match(value):
+    if _EN_NOT_VALUE.match(value) or _EN_JUDGEMENT.match(value):
         return False
     if zh or re.match(r"[\u3400-\u9fff]", value):
         if _ZH_NOT_VALUE.match(value):
@@ -138,6 +149,17 @@ _SET_VERB = re.compile(r"\b(?:set|change[sd]?|reset|update[sd]?|switch(?:ed)?)\b
 _ENDS_CLAUSE = re.compile(r"\s*(?:$|[,，。;；!！.\n]|\b(?:for|on|at|of|to|now|too)\b|了|吧|啊|呢|哦)", re.I)
 
 
+# A value said later in the same sentence, after a comparison or an aside: "登录密码和 QQ 一样，都是 …",
+# "取款密码我设的是 …", "Wifi 密码记一下：…". There only a value that looks chosen counts.
+_LATER = re.compile(
+    r"[^。.!！?？\n]{0,40}?(?:是|为|叫|:|=|\bis\b)\s*"
+    r"(?P<value>(?=[!-~]*(?:\d[!-~]*[A-Za-z]|[A-Za-z][!-~]*\d|[!#$%&*@^~]))[!-~]{4,}|\d{4,})",
+    re.I,
+)
+# Advice and refusals name a value without setting it: "别把生日当密码", "never use your name as a password".
+_NEGATED = re.compile(r"(?:别|不要|不能|不可|不|勿|\bnever|\bdon'?t|\bdo\s+not|\bnot)\s*$", re.I)
+
+
 def _forward(text: str) -> list[tuple[int, int]]:
     """The credential first: "the PIN is …", "密码：…", "口令改成了 …", "支付密码 551234"."""
     spans = []
@@ -148,6 +170,9 @@ def _forward(text: str) -> list[tuple[int, int]]:
         zh = bool(re.search(r"[\u3400-\u9fff]", word + text[after : after + 3]))
         assign = _ASSIGN.match(text, after) or _RIGHT_AFTER.match(text, after)
         if assign is None:
+            later = _LATER.match(text, after)
+            if later and not CREDENTIAL.search(text, after, later.start("value")):
+                spans.append((later.start("value"), later.end("value")))
             continue
         if assign.group().strip().lower() == "to" and not _SET_VERB.search(
             text, max(0, m.start() - 30), m.start()
@@ -175,6 +200,8 @@ def _named_after(text: str) -> list[tuple[int, int]]:
             ):
                 continue
             if pattern in (_EN_BEFORE, _ZH_BEFORE) and not _ENDS_CLAUSE.match(text, m.end()):
+                continue
+            if _NEGATED.search(text[max(0, m.start() - 12) : m.start()]):
                 continue
             if _is_value(value, zh=zh) and _wanted(m.group("word"), value, text[: m.start(group)]):
                 spans.append((m.start(group), m.end(group)))

@@ -1,10 +1,13 @@
-"""Sensitive data is found by what it is, measured on a labelled set of 301 sentences (zh and en): half hold a
-phone number, password, PIN, key, token, ID or card number written in many ways; half are ordinary sentences
-that look alike (order and tracking numbers, dates, prices, versions, talk about passwords)."""
+"""Sensitive data is found by what it is, measured on a labelled set of 422 sentences, half of them Chinese:
+half hold a phone number, password, PIN, 口令, CVV, key, token, URL with credentials, ID, card or IBAN written
+in many ways; half are ordinary sentences that look alike (order and tracking numbers, dates, prices,
+versions, public service numbers, talk about passwords without one). ``tests/fixtures/sensitive_measure.py``
+prints the same figures with what was missed or flagged."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from stores.memory.checks import redact, sensitive_kinds
@@ -19,7 +22,9 @@ def _rows() -> list[dict[str, object]]:
 def test_the_set_is_large_and_balanced() -> None:
     rows = _rows()
     with_secret = sum(bool(r["secret"]) for r in rows)
-    assert len(rows) >= 300 and abs(with_secret - (len(rows) - with_secret)) <= 10
+    assert len(rows) >= 400 and abs(with_secret - (len(rows) - with_secret)) <= 10
+    chinese = sum(bool(re.search(r"[\u4e00-\u9fff]", str(r["text"]))) for r in rows)
+    assert abs(chinese - len(rows) / 2) <= len(rows) / 10
 
 
 def test_recall_is_at_least_98_percent_and_false_positives_at_most_2_percent() -> None:
