@@ -189,6 +189,30 @@ def test_regenerate_replaces_the_last_answer_and_edit_resends_the_last_question(
     assert tab.errors() == [], tab.console
 
 
+def test_regenerating_the_only_answer_of_a_thread_leaves_one_question_and_one_answer(
+    tab: Page, server: DevServer
+) -> None:
+    page = tab.sign_in("tok-alice")
+    tab.ask("the only question")
+    before = _answers(page)
+    thread_id = page.evaluate("document.body.dataset.thread")
+    page.click("#log .message.ai >> nth=-1 >> .regenerate")
+    page.wait_for_function(
+        "old => { const a = document.querySelector('#log .message.ai:not(.streaming) .text');"
+        " return a && a.textContent !== old && !document.getElementById('send').disabled; }",
+        arg=before[0],
+    )
+    for _ in range(100):  # the run is over on the server too
+        thread = httpx.get(f"{server.url}/threads/{thread_id}", headers={"Authorization": "Bearer tok-alice"}).json()
+        if thread["status"] == "idle":
+            break
+        page.wait_for_timeout(100)
+    page.reload()
+    page.wait_for_selector("#log .message.ai")
+    assert page.locator("#log .message.human").count() == 1 and len(_answers(page)) == 1
+    assert _answers(page)[0] != before[0] and _answers(page)[0].startswith("Answer number")
+
+
 def test_wrong_asks_for_an_optional_reason_that_is_sent_with_the_rating(tab: Page) -> None:
     page = tab.sign_in("tok-alice")
     tab.ask("a question to rate")
