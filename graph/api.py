@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
@@ -95,7 +96,7 @@ def turn_answer(messages: list[AnyMessage], thread_id: str, user_id: str, stop_r
     for message in turn:
         if isinstance(message, AIMessage):
             for call in message.tool_calls:
-                result = results.get(call["id"])
+                result = results.get(call["id"] or "")
                 calls.append(
                     {
                         "tool": call["name"],
@@ -123,7 +124,7 @@ class Agent:
 
     def __init__(
         self,
-        graph: CompiledStateGraph,
+        graph: CompiledStateGraph[Any, Any, Any, Any],
         checkpointer: BaseCheckpointSaver,
         context: Settings,
         memory: BackgroundMemoryUpdater | None = None,
@@ -141,9 +142,9 @@ class Agent:
         self.locks = locks if locks is not None else TurnLocks(context.data_dir, context.checkpoint_url)
         self._pruned: dict[str, str | None] = {}  # thread -> newest checkpoint id at its last prune
 
-    def _run_args(self, thread_id: str, user_id: str | None) -> tuple[dict[str, Any], Settings]:
+    def _run_args(self, thread_id: str, user_id: str | None) -> tuple[RunnableConfig, Settings]:
         ctx = self.context if user_id is None else self.context.replace(user_id=user_id)
-        config = {"configurable": {"thread_id": thread_id, "user_id": ctx.user_id}, "run_id": uuid.uuid4()}
+        config: RunnableConfig = {"configurable": {"thread_id": thread_id, "user_id": ctx.user_id}, "run_id": uuid.uuid4()}
         return config, ctx
 
     def ask(
@@ -213,7 +214,7 @@ class Agent:
     def _drive(
         self,
         payload: Any,
-        config: dict[str, Any],
+        config: RunnableConfig,
         ctx: Settings,
         on_event: Callable[[dict[str, Any]], None] | None,
         approve: Approve | None,
@@ -231,7 +232,7 @@ class Agent:
                 for mode, chunk in self.graph.stream(
                     payload, config, context=ctx, stream_mode=["custom", "values"]
                 ):
-                    if mode == "custom" and on_event is not None:
+                    if mode == "custom" and on_event is not None and isinstance(chunk, dict):
                         on_event(chunk)
                 pending = [i.value for i in self.graph.get_state(config).interrupts]
                 if not pending or approve is None or not _is_approval(pending[0]):
@@ -273,7 +274,7 @@ class Agent:
             log.warning("thread %s: undoing a turn that never finished (its process died)", thread_id)
             self._undo(thread_id, *unfinished)
 
-    def _owned(self, thread_id: str, user_id: str | None) -> dict[str, Any]:
+    def _owned(self, thread_id: str, user_id: str | None) -> RunnableConfig:
         self.registry.check(thread_id, user_id or self.context.user_id)
         if self.registry.unfinished_turn(thread_id) is not None:
             # Repair before reading, unless the turn is running right now (its process holds the lock).

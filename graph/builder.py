@@ -108,7 +108,7 @@ class Routes:
         return step if step != "update_memory" or self.remembers() else END
 
 
-def tool_memory(memory: MemoryStore | None) -> ChromaMemoryStore | None:
+def tool_memory(memory: MemoryStore | RunMemory | None) -> ChromaMemoryStore | None:
     """The store behind a ``memory`` given to the graph, for the memory tools to write where it reads."""
     inner = getattr(memory, "store", memory)
     return inner if isinstance(inner, ChromaMemoryStore) else None
@@ -151,11 +151,11 @@ def build_builder(
     *,
     model: BaseChatModel | None = None,
     registry: ToolRegistry | None = None,
-    knowledge: KnowledgeSource | DeploymentKnowledge = DEPLOYMENT_KNOWLEDGE,
+    knowledge: KnowledgeSource = DEPLOYMENT_KNOWLEDGE,
     memory: MemoryStore | RunMemory | None = None,
     settings: Settings | None = None,
     effects: ToolEffectLog | None = None,
-) -> StateGraph:
+) -> StateGraph[Any, Any, Any, Any]:
     """The uncompiled graph.
 
     ``model`` fixes the chat model (else it is chosen per run from the context); ``knowledge`` is a
@@ -171,8 +171,7 @@ def build_builder(
     builder = StateGraph(State, input_schema=InputState, context_schema=context_schema(settings))
     builder.add_node("load_memory", make_load_memory(memory, settings))
     # Bad feedback down-weights chunks of the deployment's own knowledge base only.
-    own = isinstance(knowledge, DeploymentKnowledge)
-    penalties = knowledge.penalties if own else None
+    penalties = knowledge.penalties if isinstance(knowledge, DeploymentKnowledge) else None
     models = ROOT.chat_models  # the process's clients: a run picks its model, the client is shared
     builder.add_node("retrieve", make_retrieve(knowledge, model, settings, penalties, chat_models=models))
     fold = make_fold(registry, model, deployment=settings, chat_models=models)
@@ -197,7 +196,7 @@ def build_graph(
     *,
     model: BaseChatModel | None = None,
     registry: ToolRegistry | None = None,
-    knowledge: KnowledgeSource | DeploymentKnowledge = DEPLOYMENT_KNOWLEDGE,
+    knowledge: KnowledgeSource = DEPLOYMENT_KNOWLEDGE,
     memory: MemoryStore | RunMemory | None = None,
     settings: Settings | None = None,
 ) -> CompiledStateGraph:

@@ -28,7 +28,7 @@ from stores.base import KnowsLanguages, Passage, PassageSearch
 from tools.passage_search import Penalties, search_passages
 
 log = logging.getLogger("kb_agent.retrieve")
-KnowledgeSource = PassageSearch | Callable[[Context], PassageSearch | None] | None
+KnowledgeSource = PassageSearch | Callable[[Settings], PassageSearch | None] | None
 
 
 def resolve_knowledge(source: KnowledgeSource, ctx: Settings) -> PassageSearch | None:

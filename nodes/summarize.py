@@ -360,13 +360,13 @@ def make_fold(
     return summarize
 
 
-def full_history(graph: Any, config: RunnableConfig) -> list[BaseMessage]:
+def full_history(graph: Any, config: RunnableConfig) -> list[AnyMessage]:
     """Every message the thread ever held, in order, folded ones included (from the checkpoints).
 
     Messages are only appended or removed, so the order of first appearance is the conversation's order;
     a message edited in place shows its latest version.
     """
-    latest: dict[str, BaseMessage] = {}
+    latest: dict[str, AnyMessage] = {}
     for snapshot in reversed(list(graph.get_state_history(config))):
         for message in snapshot.values.get("messages", None) or []:
             latest[message.id or f"noid-{len(latest)}"] = message  # a known id keeps its place
