@@ -53,7 +53,8 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "phone",
         re.compile(
-            r"(?:电话|手机|联系方式|\bphone|\bmobile|\bcell|\btel\b|whatsapp|wechat|微信)\D{0,12}\d[\d\s-]{6,}\d",
+            r"(?:电话|手机|联系方式|拨打|打给|\bphone|\bmobile|\bcell|\btel\b|whatsapp|wechat|微信|\bcall|\bring"
+            r"|\btext|\breach|\bdial)\D{0,12}\d[\d\s,-]{6,}\d",
             re.I,
         ),
     ),
@@ -98,6 +99,13 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
     ("email", EMAIL),
+    (  # a token that looks chosen as a password: letters, digits and a symbol inside it ("Falcon#92")
+        "password",
+        re.compile(
+            r"(?<![\w@#$%&*./-])(?=[^\s@]{0,39}[A-Za-z])(?=[^\s@]{0,39}\d)(?=[^\s@]{6})[A-Za-z\d][\w]*[!#$%&~][^\s@/]{1,38}"
+            r"(?<![.,;:!?])(?![^\s,;，。])"
+        ),
+    ),
 )
 # A number its writer calls a card (工资卡, 借记卡, "debit card") with a payment card's length is one.
 _CARD_WORD = re.compile(r"卡|\bcard\b", re.I)
@@ -206,13 +214,16 @@ def _random_tokens(text: str) -> Iterator[Span]:
 
 def _phone_numbers(text: str) -> Iterator[Span]:
     """Phone numbers in any written form (dots, spaces, 0086, area codes), as libphonenumber finds valid
-    ones; a plain run of digits that is no valid number (an order number, a date) is not one."""
+    ones grouped as their country groups them; a run of digits that is no valid number (an order number, a
+    date) is not one, nor is "2024-0412-88", which only a 2-4-4 reading makes a number."""
     if sum(ch.isdigit() for ch in text) < 7:
         return
     from phonenumbers import Leniency, PhoneNumberMatcher
 
     for region in _PHONE_REGIONS:
-        for match in PhoneNumberMatcher(text, region, leniency=Leniency.VALID, max_tries=_PHONE_TRIES):
+        for match in PhoneNumberMatcher(
+            text, region, leniency=Leniency.STRICT_GROUPING, max_tries=_PHONE_TRIES
+        ):
             yield "phone", match.start, match.end
 
 

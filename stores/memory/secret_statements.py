@@ -22,7 +22,8 @@ _EN_CREDENTIAL = (
     r"(?:\bpass(?:word|code|phrase)s?\b|\bpasswd\b|\bpwd\b|\bpw\b|\bpins?\b(?:\s+(?:codes?|numbers?)\b)?"
     r"|\bcvv2?\b|\bcvc2?\b|\bcsc\b|\bsecurity\s+code\b|\bverification\s+code\b|\botp\b"
     r"|\bone[\s-]time\s+(?:code|pass(?:word|code))\b"
-    r"|\b(?:access|door|gate|entry|alarm|unlock|garage|building|lock|safe|login|sign[\s-]?in|2fa|mfa|sms"
+    r"|\batm\s+(?:number|code)\b"
+    r"|\b(?:access|door|gate|entry|alarm|unlock|garage|building|lock|safe|login|sign[\s-]?in|2fa|mfa|sms|keypad"
     r"|recovery|backup|auth(?:entication)?)\s+codes?\b"
     r"|\b(?:seed|recovery|mnemonic)\s+(?:phrase|words)\b|\b(?:secret|security)\s+(?:question\s+)?answer\b"
     r"|\banswer\s+to\s+(?:my|the|his|her|our)\s+security\s+question\b|\bcombination\b)"
@@ -153,7 +154,7 @@ _ENDS_CLAUSE = re.compile(r"\s*(?:$|[,，。;；!！.\n]|\b(?:for|on|at|of|to|no
 # "取款密码我设的是 …", "Wifi 密码记一下：…". There only a value that looks chosen counts.
 _LATER = re.compile(
     r"[^。.!！?？\n]{0,40}?(?:是|为|叫|:|=|\bis\b)\s*"
-    r"(?P<value>(?=[!-~]*(?:\d[!-~]*[A-Za-z]|[A-Za-z][!-~]*\d|[!#$%&*@^~]))[!-~]{4,}|\d{4,})",
+    r"(?P<value>(?=[!-~]*(?:\d[!-~]*[A-Za-z]|[A-Za-z][!-~]*\d|[!#$%&*@^~]))[!-~]{4,}|\d{3,}(?![\d.,%]))",
     re.I,
 )
 # Advice and refusals name a value without setting it: "别把生日当密码", "never use your name as a password".
@@ -208,8 +209,45 @@ def _named_after(text: str) -> list[tuple[int, int]]:
     return spans
 
 
+# What opens a lock or logs someone in is its credential, named or not: "log in with admin / Falcon#92",
+# "our Spotify login is fam / beats", "the padlock opens with 3-3-9", "拿 … 登录", "电子锁，开门数字是 0417".
+_LOGIN = re.compile(
+    r"\b(?:log(?:ging)?[\s-]?in|sign(?:ing)?[\s-]?in|login|credentials?)\b(?:\s+(?:is|are|with|using|as|:)|\s*[:=])\s*"
+    r"(?P<value>[^\s,;]+\s*[/:|]\s*[^\s,;]+|(?=\S*[A-Za-z])(?=\S*\d)[^\s,;]{4,})",
+    re.I,
+)
+_OPENS_WITH = re.compile(
+    r"\b(?:opens?|unlocks?|opened|unlocked)\s+(?:with|using|by\s+entering|by\s+typing)\s+(?P<value>\d[\d\s-]{1,12}\d)",
+    re.I,
+)
+_ZH_LOGS_IN = re.compile(
+    r"(?:用|拿|以|输入)\s*(?P<value>[^,，。;；！?？\n]{1,20}?)\s*(?:来)?(?:登录|登陆|解锁|开门|开锁|开机|付款|支付)"
+)
+_LOCKED = re.compile(
+    r"(?:锁|保险箱|保险柜|门禁|密码箱|\bpadlock|\bkeypad|\blocker|\bsafe\b|\block\b)[^。.!！?？\n]{0,24}?"
+    r"(?:是|为|:|=|\bis\b)\s*(?P<value>\d(?:[\s-]?\d){2,11})(?![\d.%])",
+    re.I,
+)
+
+
+def _access(text: str) -> list[tuple[int, int]]:
+    """Spans that say what logs someone in or opens a lock."""
+    spans = []
+    for pattern in (_LOGIN, _OPENS_WITH, _ZH_LOGS_IN, _LOCKED):
+        for m in pattern.finditer(text):
+            if _NEGATED.search(text[max(0, m.start() - 12) : m.start()]):
+                continue
+            if pattern is _ZH_LOGS_IN and not (
+                _is_value(m.group("value"), zh=True) and re.search(r"\d", m.group("value"))
+            ):
+                continue
+            spans.append((m.start("value"), m.end("value")))
+    return spans
+
+
 def credential_statements(text: str) -> list[tuple[int, int]]:
     """Spans of ``text`` (already in normal form) that give a credential's value."""
+    spans = _access(text)
     if not CREDENTIAL.search(text):
-        return []
-    return _forward(text) + _named_after(text)
+        return spans
+    return spans + _forward(text) + _named_after(text)

@@ -18,7 +18,7 @@ _ZH_DIGIT = dict(zip("〇零幺一二三四五六七八九壹贰叁肆伍陆柒�
 # Three or more digits in a row, Chinese or not, with at most one space, dot or dash between them: a number
 # read out, not "一个" or "三月" (a run that ends at 十/百/千 counts, it does not spell digits).
 _ZH_RUN = re.compile(
-    r"[〇零幺一二三四五六七八九壹贰叁肆伍陆柒捌玖\d](?:[ .-]?[〇零幺一二三四五六七八九壹贰叁肆伍陆柒捌玖\d]){2,}"
+    r"[〇零幺一二三四五六七八九壹贰叁肆伍陆柒捌玖\d](?:[ .,-]?[〇零幺一二三四五六七八九壹贰叁肆伍陆柒捌玖\d]){2,}"
     r"(?![十百千万亿拾佰仟萬億])"
 )
 _EN_DIGIT = {
@@ -37,7 +37,7 @@ _EN_DIGIT = {
 }
 _EN_WORD = r"(?:(?:double|triple)[ -])?(?:zero|oh|o|one|two|three|four|five|six|seven|eight|nine)"
 # Three or more digit words in a row ("four four one two", "five five five, oh one two three"); "oh" and
-# "o" are zeros only inside such a run.
+# "o" are zeros inside such a run, or first in a long one ("oh seven seven zero zero …").
 _EN_RUN = re.compile(rf"(?<![\w'’-]){_EN_WORD}(?:[ ,.-]{{1,3}}{_EN_WORD}){{2,}}(?![\w'’])", re.I)
 _EN_PIECE = re.compile(rf"(?<![a-z]){_EN_WORD}(?![a-z])", re.I)
 _DASHES = dict.fromkeys(map(ord, "‐‑‒–—―−﹣－"), "-") | {ord("·"): ".", ord("・"): "."}
@@ -122,7 +122,7 @@ def _english_digits(reading: Reading) -> Reading:
             times = 3 if spoken.startswith("triple") else 2 if spoken.startswith("double") else 1
             digit = _EN_DIGIT[spoken.rsplit(" ", 1)[-1].rsplit("-", 1)[-1]]
             pieces.append((digit * times, m.start() + word.start(), m.start() + word.end()))
-        if pieces[0][0][0] != "0" or not m.group().lower().startswith("o"):
+        if not m.group().lower().startswith("o") or len(pieces) >= 4:  # "oh, one…" is not a zero
             edits.append((m.start(), m.end(), pieces))
     return _rewrite(reading, edits) if edits else reading
 

@@ -55,6 +55,14 @@ from stores.memory.rules import apply_operations, content_problem
         ("ｍｙ　ｐａｓｓｗｏｒｄ　ｉｓ　ｔｉｇｅｒ７", "password"),
         ("4111 1111 1111 1111 exp 12/29", "bank_card"),
         ("pay with 3782 822463 10005", "bank_card"),
+        # what logs someone in or opens a lock, named or not
+        ("for the admin page, log in with admin / Falcon#92", "password"),
+        ("the family login is music.family / beatsbyus", "password"),
+        ("the shed padlock opens with 3-3-9", "password"),
+        ("电子锁，开门数字是零四一七", "password"),
+        ("以后就拿名字拼音加 88 登录", "password"),
+        ("淘宝的登录密码和 QQ 一样，都是 wxy19880512", "password"),
+        ("ring my sister on oh seven seven zero zero, nine double zero, four six one", "phone"),
     ],
 )
 def test_each_kind_is_found(text: str, kind: str) -> None:
@@ -90,6 +98,13 @@ def test_each_kind_is_found(text: str, kind: str) -> None:
         "see https://example.com/docs?page=2",
         "the repo is huggingface.co/bert-base-uncased",
         "I love 🍕 and 🍣",
+        "invoice 2024-0412-88 was paid on April 14",
+        "银行提醒我别把生日当密码",
+        "never use your birthday as your PIN",
+        "the CVV is the three digits on the back",
+        "play F#7 then C#m",
+        "our lock combination gets changed every quarter",
+        "I log in every morning at 9",
     ],
 )
 def test_look_alikes_are_not_secrets(text: str) -> None:
