@@ -25,7 +25,7 @@ from nodes.retrieval_gate import needs_retrieval
 from nodes.settings import Settings
 from nodes.state import State
 from stores.base import KnowsLanguages, Passage, PassageSearch
-from tools.passage_search import Penalties, search_passages
+from tools.passage_search import Penalties, pool_size, rated_bad, reordered
 
 log = logging.getLogger("kb_agent.retrieve")
 KnowledgeSource = PassageSearch | Callable[[Settings], PassageSearch | None] | None
@@ -83,25 +83,17 @@ def make_retrieve(
 
         def find() -> list[Passage]:
             reranker = reranker_from_setting(ctx.reranker, chat, api_key=ctx.api_key)
+            penalised = rated_bad(penalties, ctx)
+            pool = pool_size(ctx, ctx.top_k, penalised=penalised, memories=state.memories, reranking=reranker is not None)
 
-            def rerank(candidates: list[Passage], top_k: int) -> list[Passage]:
-                assert reranker is not None
-                return cut_below(reranker.rerank(question, candidates, top_k), ctx.rerank_min_score)
+            def search(query: str) -> list[Passage]:
+                return list(kb.search(query, user_id=ctx.user_id, groups=groups, top_k=pool))
 
-            def search(pool: int) -> list[Passage]:
-                def one(query: str) -> list[Passage]:
-                    return list(kb.search(query, user_id=ctx.user_id, groups=groups, top_k=pool))
-
-                return retrieve_planned(plan, one, rrf_k=ctx.rrf_k, top_k=pool)
-
-            return search_passages(
-                search,
-                ctx,
-                top_k=ctx.top_k,
-                penalties=penalties,
-                memories=state.memories,
-                rerank=rerank if reranker is not None else None,
-            )
+            passages = retrieve_planned(plan, search, rrf_k=ctx.rrf_k, top_k=pool)
+            passages = reordered(passages, ctx, penalised=penalised, memories=state.memories)
+            if reranker is not None and passages:
+                passages = cut_below(reranker.rerank(question, passages, ctx.top_k), ctx.rerank_min_score)
+            return passages[: ctx.top_k]
 
         passages = yield IO(find)
         log.info(

@@ -15,7 +15,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from stores.base import Passage
 from stores.feedback import answer_digest
-from tools.passage_search import search_passages
+from tools.passage_search import pool_size, rated_bad, reordered
 from tools.registry import RunSettings, ToolContext, ToolError, ToolSpec
 
 PASSAGE_CHARS = 800
@@ -32,12 +32,12 @@ class KnowledgeServices:
 
 
 def _search(services: KnowledgeServices, kb: Any, query: str, ctx: ToolContext, top_k: int) -> list[Passage]:
-    """The caller's search, as the retrieve node makes it (:func:`tools.passage_search.search_passages`)."""
-
-    def search(pool: int) -> list[Passage]:
-        return list(kb.search(query, user_id=ctx.user_id, groups=_groups(ctx), top_k=pool))
-
-    return search_passages(search, ctx.run_settings(), top_k=top_k, penalties=services.penalties)
+    """The caller's search, re-ordered as the retrieve node's (:mod:`tools.passage_search`)."""
+    settings = ctx.run_settings()
+    penalised = rated_bad(services.penalties, settings)
+    pool = pool_size(settings, top_k, penalised=penalised, memories=(), reranking=False)
+    hits = kb.search(query, user_id=ctx.user_id, groups=_groups(ctx), top_k=pool)
+    return reordered(hits, settings, penalised=penalised)[:top_k]
 
 
 def _groups(ctx: ToolContext) -> tuple[str, ...]:

@@ -1,9 +1,10 @@
-"""The one knowledge search behind both the ``retrieve`` node and the ``search_knowledge`` tool.
+"""The steps of a knowledge search shared by the ``retrieve`` node and the ``search_knowledge`` tool.
 
-Whoever asks, a search takes a candidate pool when something will re-order it (feedback, the user's
-preferred category, a reranker), down-weights the chunks the deployment's users rated bad, lifts those in
-the category the user's memories name, reranks, and keeps the best ``top_k``. The caller's identity and
-groups are applied by the search the caller passes in (the knowledge base filters inside each retriever).
+Whoever asks, a search fetches a candidate pool when something will re-order it (``pool_size``: feedback,
+the user's preferred category, a reranker), then down-weights the chunks the deployment's users rated bad
+and lifts those in the category the user's memories name (``reordered``); the node may rerank after that;
+both keep the best ``top_k``. The caller's identity and groups are applied by the knowledge base's own
+search, inside each retriever.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from stores.feedback import downweight
 log = logging.getLogger("kb_agent.search")
 
 Penalties = Callable[[Any], Mapping[str, int]]  # run settings -> chunk ids rated bad, with their counts
-Rerank = Callable[[list[Passage], int], list[Passage]]  # (candidates, top_k) -> re-ordered, maybe cut
 
 
 def rated_bad(penalties: Penalties | None, settings: Any) -> Mapping[str, int]:
@@ -55,22 +55,18 @@ def preferred(passages: Sequence[Passage], memories: Sequence[Mapping[str, Any]]
     return sorted(boosted, key=lambda p: -float(p.get("score", 0.0)))  # type: ignore[return-value]
 
 
-def search_passages(
-    search: Callable[[int], Sequence[Passage]],
+def pool_size(settings: Any, top_k: int, *, penalised: Mapping[str, int], memories: Sequence[Any], reranking: bool) -> int:
+    """How many candidates to fetch for ``top_k``: a pool when something will re-order them."""
+    boosting = settings.preference_boost > 1.0 and bool(memories)
+    return max(top_k, settings.candidates) if reranking or penalised or boosting else top_k
+
+
+def reordered(
+    passages: Sequence[Passage],
     settings: Any,
     *,
-    top_k: int,
-    penalties: Penalties | None = None,
+    penalised: Mapping[str, int],
     memories: Sequence[Mapping[str, Any]] = (),
-    rerank: Rerank | None = None,
 ) -> list[Passage]:
-    """The best ``top_k`` passages of ``search(pool)`` (the caller's permission-filtered search for a pool
-    of that many), re-ordered by feedback, the user's preferred category and ``rerank``."""
-    penalised = rated_bad(penalties, settings)
-    boosting = settings.preference_boost > 1.0 and bool(memories)
-    pool = max(top_k, settings.candidates) if rerank is not None or penalised or boosting else top_k
-    passages = downweight(list(search(pool)), penalised, settings.feedback_penalty)
-    passages = preferred(passages, memories, settings.preference_boost)
-    if rerank is not None and passages:
-        passages = rerank(passages, top_k)
-    return passages[:top_k]
+    """``passages`` down-weighted by feedback and lifted by the user's preferred category, best first."""
+    return preferred(downweight(passages, penalised, settings.feedback_penalty), memories, settings.preference_boost)
