@@ -14,6 +14,7 @@ from models.errors import EndpointSettings, ModelConfigError
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
+    from langchain_openai import ChatOpenAI
 
     from models.offline import OfflineChatModel
     from models.scripted import ScriptedChatModel, tool_call
@@ -69,17 +70,19 @@ def _build_openai(
         from models.openai_chat import PassThroughChatOpenAI, check_passthrough_versions
 
         check_passthrough_versions()
-        cls: type[BaseChatModel] = PassThroughChatOpenAI
+        cls: type[ChatOpenAI] = PassThroughChatOpenAI
     else:
         from langchain_openai import ChatOpenAI  # imported on first use
 
         cls = ChatOpenAI
+    from pydantic import SecretStr
+
     from models.http_clients import LoopLocalAsyncClient
 
     return cls(
         model=model,
         base_url=base_url or None,
-        api_key=api_key,
+        api_key=SecretStr(api_key),  # what pydantic would make of the plain string
         temperature=temperature,
         timeout=timeout,
         max_retries=retries,

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.runnables import RunnableConfig
 
 from models.stopping import POLL_SECONDS, interruptible, stop_waiting, stopping
 
@@ -77,7 +78,7 @@ def invoke_with_timeout(
     messages: list[BaseMessage],
     timeout: float,
     *,
-    config: dict[str, Any] | None = None,
+    config: RunnableConfig | None = None,
     inherit_run: bool = True,
 ) -> AIMessage:
     """``model.invoke(messages)`` bounded by ``timeout`` seconds, always as an ``AIMessage``."""
@@ -88,7 +89,7 @@ def invoke_with_timeout(
 
 
 async def ainvoke_with_timeout(
-    model: BaseChatModel, messages: list[BaseMessage], timeout: float, *, config: dict[str, Any] | None = None
+    model: BaseChatModel, messages: list[BaseMessage], timeout: float, *, config: RunnableConfig | None = None
 ) -> AIMessage:
     """``await model.ainvoke(messages)`` bounded by ``timeout`` seconds, always as an ``AIMessage``."""
     reply = await await_with_deadline(model.ainvoke(messages, config=config), timeout)

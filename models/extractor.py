@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
 
 from models.deadline import invoke_with_timeout
 from stores.memory.rules import EXTRACTION_PROMPT, ExtractionRequest
@@ -41,7 +42,7 @@ class ModelExtractor:
 
     def __call__(self, request: ExtractionRequest) -> str:
         messages = [SystemMessage(EXTRACTION_PROMPT), HumanMessage(request.payload())]
-        config = {"run_name": "memory_extraction", "tags": ["kb-agent:memory-model"]}
+        config: RunnableConfig = {"run_name": "memory_extraction", "tags": ["kb-agent:memory-model"]}
         for attempt in range(1, self.attempts + 1):
             try:
                 # Not in the run's context: nothing of the extraction streams into the user's answer.

@@ -14,7 +14,7 @@ import re
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeGuard, runtime_checkable
 from urllib.parse import urldefrag
 
 from langchain_core.language_models import BaseChatModel
@@ -109,7 +109,8 @@ def cut_below(passages: Sequence[Passage], min_score: float) -> list[Passage]:
     ]
 
 
-def _valid_score(value: Any) -> bool:
+def _valid_score(value: Any) -> TypeGuard[float]:
+    """A finite number, not a bool: the only relevance score an endpoint may send."""
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 

@@ -44,7 +44,8 @@ class ScriptedChatModel(LocalChatModel):
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
     def __init__(self, script: Sequence[Reply] | Reply, **kwargs: Any) -> None:
-        super().__init__(script=list(script) if isinstance(script, list | tuple) else script, **kwargs)
+        kwargs["script"] = list(script) if isinstance(script, list | tuple) else script
+        super().__init__(**kwargs)  # a field of this class: the parent's own signature does not name it
 
     @property
     def _llm_type(self) -> str:

@@ -358,8 +358,11 @@ def extractive_summary(
                 _add_human(summary, message.text, answer)
             elif isinstance(message, AIMessage):
                 for call in message.tool_calls:
-                    answered.add(call["id"])
-                    summary.add(2, _tool_line(call["name"], call["args"], results.get(call["id"]), zh))
+                    call_id = call["id"]  # None from a provider that sends no ids: then no result can match
+                    if call_id is not None:
+                        answered.add(call_id)
+                    result = results.get(call_id) if call_id is not None else None
+                    summary.add(2, _tool_line(call["name"], call["args"], result, zh))
             elif isinstance(message, ToolMessage) and message.tool_call_id not in answered:
                 summary.add(2, _tool_line(message.name or "tool", {}, message, zh))
         if not any(isinstance(m, HumanMessage) for m in round_) and answer:

@@ -353,7 +353,11 @@ def _with_text(text: str, masked: str, tokens: list[Token]) -> list[Token]:
             and out[-2].kind == NUM
             and _THING.fullmatch(gap) is not None
         )
-        if of_a_thing and (token.kind == CHANGE or (token.kind == POST and token.arg[0] == "mul")):  # type: ignore[index]
+        discount = token is not None and (
+            token.kind == CHANGE
+            or (token.kind == POST and isinstance(token.arg, tuple) and token.arg[0] == "mul")
+        )
+        if of_a_thing and discount:
             gap = ""  # "560 元的外套打九折": the coat's price is what is discounted
         if gap.strip() and _FILLER.fullmatch(gap) is None:
             out.append(Token(TEXT, position, end, text[position:end].strip()))

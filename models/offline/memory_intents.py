@@ -17,6 +17,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, SystemMessage
 
 from models.offline.intents import Step
+from stores.base import MemoryRecord
 from stores.memory.checks import LABELS, has_forget_intent, has_remember_intent
 from stores.memory.extraction import (
     OfflineExtractor,
@@ -120,7 +121,7 @@ def told_statement(text: str) -> bool:
 
 
 def not_stored_reply(
-    question: str, memories: Sequence[dict[str, str]] = (), tools: set[str] | None = None
+    question: str, memories: Sequence[MemoryRecord] = (), tools: set[str] | None = None
 ) -> str | None:
     """For a statement the offline rules keep nothing of (checked against the extractor's own proposal):
     that it was not stored, and how to have it kept. None for anything else, and where the run keeps no
@@ -157,7 +158,7 @@ def memory_answers(question: str) -> bool:
     return asking and (about_user_life(question) or bool(_MEMORY_QUESTION.search(question)))
 
 
-def memories_in_prompt(messages: Sequence[BaseMessage]) -> list[dict[str, str]]:
+def memories_in_prompt(messages: Sequence[BaseMessage]) -> list[MemoryRecord]:
     """The recalled memories the system prompt carries (the marked data block), best first."""
     for message in messages:
         if isinstance(message, SystemMessage):
@@ -175,16 +176,16 @@ def memories_in_prompt(messages: Sequence[BaseMessage]) -> list[dict[str, str]]:
     return []
 
 
-def _proposal(question: str, memories: list[dict[str, str]]) -> dict[str, Any] | None:
+def _proposal(question: str, memories: list[MemoryRecord]) -> dict[str, Any] | None:
     """What the offline extractor would write for this statement (ADD, or UPDATE for a correction)."""
-    request = ExtractionRequest("", question, (), tuple(memories))  # type: ignore[arg-type]
+    request = ExtractionRequest("", question, (), tuple(memories))
     for op in OfflineExtractor()(request)["operations"]:
         if op["action"] in {"ADD", "UPDATE"}:
             return op
     return None
 
 
-def wants_memory(question: str, memories: Sequence[dict[str, str]] = ()) -> bool:
+def wants_memory(question: str, memories: Sequence[MemoryRecord] = ()) -> bool:
     """A statement to keep: an explicit "记住/remember", a stated preference, a fact about the user that
     needs their confirmation (health, finances, identity), or a new value for a fact a recalled memory
     holds (where the user lives, works, their name); never a question."""
@@ -194,7 +195,7 @@ def wants_memory(question: str, memories: Sequence[dict[str, str]] = ()) -> bool
         return True
     if stated_sensitive_fact(question) is not None:  # held for the user's confirmation, not kept
         return True
-    return stated_new_value(question, memories) is not None  # type: ignore[arg-type]
+    return stated_new_value(question, memories) is not None
 
 
 def plan_memory_steps(question: str, tools: set[str], messages: Sequence[BaseMessage]) -> list[Step] | None:
@@ -285,11 +286,11 @@ def describe_memory_result(tool: str, content: str, status: str, zh: bool) -> st
     )
 
 
-def _lines(memories: Sequence[dict[str, str]]) -> str:
+def _lines(memories: Sequence[MemoryRecord]) -> str:
     return "\n".join(f"- {m['content']} [{m['id']}]" for m in memories)
 
 
-def _everything_reply(memories: Sequence[dict[str, str]], zh: bool) -> str:
+def _everything_reply(memories: Sequence[MemoryRecord], zh: bool) -> str:
     """What the assistant remembers of the user as a whole: the facts first, then the questions asked."""
     facts = [m for m in memories if not is_history(m["content"])]
     asked = [m for m in memories if is_history(m["content"])]
@@ -342,7 +343,7 @@ def _forget_reply(question: str, messages: Sequence[BaseMessage], zh: bool) -> s
     update applies after the answer), or that none does: never a promise to forget what is not there."""
     memories = memories_in_prompt(messages)
     by_id = {m["id"]: m for m in memories}
-    ops = OfflineExtractor.forget(question, memories)  # type: ignore[arg-type]
+    ops = OfflineExtractor.forget(question, memories)
     named = [by_id[op["target_id"]] for op in ops if op["action"] == "DELETE" and op["target_id"] in by_id]
     if not named:
         if zh:

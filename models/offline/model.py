@@ -95,7 +95,7 @@ class OfflineChatModel(LocalChatModel):
         failed = False
         for message in asked:
             for call in message.tool_calls:
-                result = results.get(call["id"])
+                result = results.get(call["id"]) if call["id"] is not None else None
                 if result is None:
                     continue
                 status = (

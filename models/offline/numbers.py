@@ -255,9 +255,9 @@ def find_numbers(text: str) -> list[Number]:
             value, end = value * _SCALES[scale.group(0).strip().lower()], scale.end()
         add(m.start(), end, value, word=False)
     for m in _ZH_RUN.finditer(text.replace("百分之", "分分之")):  # the 百 of 百分之 is no hundred
-        value = _zh_fraction(m.group(0))
-        if value is not None:
-            add(m.start(), m.end(), value, word=True)
+        zh_value = _zh_fraction(m.group(0))
+        if zh_value is not None:
+            add(m.start(), m.end(), zh_value, word=True)
     for m in _EN_RUN.finditer(text):
         number = en_number(m.group(0))
         if number is not None:
