@@ -42,8 +42,10 @@ _LOCK = re.compile(r"\b(?:safe|lock|locker|padlock|vault|suitcase|briefcase|door
 # What is said about a credential without giving it: judgements, lengths, places, masks, questions.
 _EN_JUDGEMENT = re.compile(
     r"(?:(?:too|very|so|quite|really|pretty|rather|a\s+bit|kind\s+of|not|n't|never|still|also|always|usually"
-    r"|probably|definitely|just|now|already|easy\s+to|hard\s+to)\s+)*"
-    r"(?:weak|strong|long|short|easy|hard|difficult|simple|complex|complicated|secure|insecure|safe|unsafe"
+    r"|probably|definitely|just|now|already|easy\s+to|hard\s+to|much|far|way|even|a\s+lot|slightly|somewhat"
+    r"|more|less|most|least)\s+)*"
+    r"(?:(?:long|short|strong|weak|safe|eas|hard|simpl|bett|wors)(?:i?er|i?est)"  # comparisons judge too
+    r"|weak|strong|long|short|easy|hard|difficult|simple|complex|complicated|secure|insecure|safe|unsafe"
     r"|wrong|incorrect|correct|right|invalid|valid|expired|expiring|outdated|required|mandatory|optional"
     r"|case[\s-]sensitive|needed|missing|empty|blank|forgotten|lost|locked|changed|reset|compromised|leaked"
     r"|stolen|hacked|different|same|similar|unique|random|memorable|secret|private|confidential|hidden"
@@ -78,6 +80,8 @@ _QUESTION = re.compile(r"[?？]|吗|什么|多少|哪|啥|几位|\b(?:what|which
 _CLAUSE_END = re.compile(r"[,，。;；!！?？\n]|\s(?:and|but|so|because|which|then)\s|(?:但是|不过|所以|因为)")
 _DETERMINER = r"(?:my|the|our|his|her|its|their|your|a|an|this|that|its)"
 
+# How Chinese sets or states a value: "是", "叫", "改成了", "定成了", "设置为", "用的是".
+_ZH_SETS = r"(?:叫做?|是|为|(?:改|换|设|定|变)成了?|(?:改|设|定)为|设置[为成]|设置的是|用的是|是用)"
 # "… is X", "…: X", "密码是 X", "set … to X", "口令改成了 X", and a value written right after the word.
 _ASSIGN = re.compile(
     r"\s*(?:\b(?:for|of|to|on|at)\b\s+(?:[\w'’.-]+\s+){0,4}?)?"
@@ -85,7 +89,7 @@ _ASSIGN = re.compile(
     r"(?:\b(?:is|was|are|were|will\s+be|has\s+been|have\s+been|became|becomes|remains|reads)\b"
     r"(?:\s+(?:now|still|just|simply|literally|actually|currently|always))?\s*(?:[:=]\s*)?"
     r"|[:=]\s*|\b(?:set|changed|reset|updated|switched)\s+to\b|\bto\b"
-    r"|叫做?|是|为|改成了?|改为|换成了?|设成了?|设为|设置为|设置成|设置的是|变成了?|用的是|是用)\s*",
+    rf"|{_ZH_SETS})\s*",
     re.I,
 )
 _RIGHT_AFTER = re.compile(r"\s*(?=[^\s\w]?[!-~]*\d)")  # "支付密码 551234", "PIN 1234", "验证码 482913"
@@ -117,6 +121,13 @@ def _clause(text: str, start: int) -> int:
     return m.start() if m else min(len(text), start + 120)
 
 
+_COMPOSITION = re.compile(
+    r"字母|数字|符号|大写|小写|特殊字符|汉字|标点|加上?|和|与|及|混合|组合|\b(?:an?|the|mix|mixture"
+    r"|combination|of|letters?|numbers?|digits?|symbols?|characters?|upper|lower|case|special|and|with|plus)\b",
+    re.I,
+)
+
+
 def _is_value(value: str, *, zh: bool) -> bool:
     """Whether what fills a credential's place gives it, rather than saying something about it."""
     value = value.strip(" \t\"'“”‘’「」『』《》()（）")
@@ -131,7 +142,8 @@ def _is_value(value: str, *, zh: bool) -> bool:
             return False
         if value.endswith("的") and not re.search(r"[A-Za-z\d]", value):
             return False  # "密码是公司统一设置的" describes it
-    return True
+    # "字母加数字的组合", "letters and numbers": what it is made of, not what it is
+    return bool(_COMPOSITION.sub("", value).strip(" ,，、的了"))
 
 
 def _wanted(word: str, value: str, before: str) -> bool:
@@ -153,7 +165,7 @@ _ENDS_CLAUSE = re.compile(r"\s*(?:$|[,，。;；!！.\n]|\b(?:for|on|at|of|to|no
 # A value said later in the same sentence, after a comparison or an aside: "登录密码和 QQ 一样，都是 …",
 # "取款密码我设的是 …", "Wifi 密码记一下：…". There only a value that looks chosen counts.
 _LATER = re.compile(
-    r"[^。.!！?？\n]{0,40}?(?:是|为|叫|:|=|\bis\b)\s*"
+    rf"[^。.!！?？\n]{{0,40}}?(?:{_ZH_SETS}|:|=|\bis\b|输入?|\benter\b|\btype\b)\s*"
     r"(?P<value>(?=[!-~]*(?:\d[!-~]*[A-Za-z]|[A-Za-z][!-~]*\d|[!#$%&*@^~]))[!-~]{4,}|\d{3,}(?![\d.,%]))",
     re.I,
 )
@@ -224,10 +236,18 @@ _ZH_LOGS_IN = re.compile(
     r"(?:用|拿|以|输入)\s*(?P<value>[^,，。;；！?？\n]{1,20}?)\s*(?:来)?(?:登录|登陆|解锁|开门|开锁|开机|付款|支付)"
 )
 _LOCKED = re.compile(
-    r"(?:锁|保险箱|保险柜|门禁|密码箱|\bpadlock|\bkeypad|\blocker|\bsafe\b|\block\b)[^。.!！?？\n]{0,24}?"
-    r"(?:是|为|:|=|\bis\b)\s*(?P<value>\d(?:[\s-]?\d){2,11})(?![\d.%])",
+    r"(?:锁|保险箱|保险柜|门禁|密码箱|警报|\bpadlock|\bkeypad|\blocker|\bsafe\b|\block\b|\balarm\b)"
+    rf"[^。.!！?？\n]{{0,24}}?(?:{_ZH_SETS}|:|=|\bis\b|\b(?:set|changed)\s+to\b)\s*"
+    r"(?P<value>\d(?:[\s-]?\d){2,11})(?![\d.%])",
     re.I,
 )
+
+
+_ENTERED = re.compile(
+    r"(?:输入?|键入|\benter(?:ed)?\b|\btyped?\b)\s*(?P<value>(?=\S*[A-Za-z])(?=\S*\d)[!-~]{4,}|\d{4,})(?![\d.%])",
+    re.I,
+)
+_CONNECTS = re.compile(r"wi-?fi|连接?|登录|登陆|解锁|开门|\blog\s*in|\bsign\s*in|\bunlock|\bconnect", re.I)
 
 
 def _access(text: str) -> list[tuple[int, int]]:
@@ -241,6 +261,10 @@ def _access(text: str) -> list[tuple[int, int]]:
                 _is_value(m.group("value"), zh=True) and re.search(r"\d", m.group("value"))
             ):
                 continue
+            spans.append((m.start("value"), m.end("value")))
+    for m in _ENTERED.finditer(text):  # what is typed to connect or log in: "连的时候输 jiejie520"
+        sentence = text[max(0, m.start() - 40) : m.end() + 20]
+        if _CONNECTS.search(sentence) and not _NEGATED.search(text[max(0, m.start() - 12) : m.start()]):
             spans.append((m.start("value"), m.end("value")))
     return spans
 

@@ -102,8 +102,19 @@ def _rewrite(reading: Reading, edits: Iterable[tuple[int, int, list[tuple[str, i
     return Reading("".join(out), tuple(starts), tuple(ends))
 
 
+# "六个八" is 888888 as "triple five" is 555: a count, 个, and the digit it repeats.
+_ZH_REPEAT = re.compile(r"([二三四五六七八九两])个([〇零幺一二三四五六七八九])")
+_ZH_COUNT = dict(zip("二三四五六七八九两", (2, 3, 4, 5, 6, 7, 8, 9, 2), strict=True))
+
+
 def _chinese_digits(reading: Reading) -> Reading:
     edits = []
+    for m in _ZH_REPEAT.finditer(reading.text):
+        digits = _ZH_DIGIT[m.group(2)] * _ZH_COUNT[m.group(1)]
+        edits.append((m.start(), m.end(), [(digits, m.start(), m.end())]))
+    if edits:
+        reading = _rewrite(reading, edits)
+        edits = []
     for m in _ZH_RUN.finditer(reading.text):
         run = m.group()
         if any(ch in _ZH_DIGIT for ch in run):

@@ -63,6 +63,11 @@ from stores.memory.rules import apply_operations, content_problem
         ("以后就拿名字拼音加 88 登录", "password"),
         ("淘宝的登录密码和 QQ 一样，都是 wxy19880512", "password"),
         ("ring my sister on oh seven seven zero zero, nine double zero, four six one", "phone"),
+        ("爸爸的社保卡查询密码六个八", "password"),
+        ("the code to disarm the alarm is 8 8 4 1", "password"),
+        ("the bike lock is set to 0-5-2-9", "password"),
+        ("口令我定成了 Hz_2019@home", "password"),
+        ("wifi 连的时候输 jiejie520", "password"),
     ],
 )
 def test_each_kind_is_found(text: str, kind: str) -> None:
@@ -105,6 +110,8 @@ def test_each_kind_is_found(text: str, kind: str) -> None:
         "play F#7 then C#m",
         "our lock combination gets changed every quarter",
         "I log in every morning at 9",
+        "我记得密码是字母加数字的组合",
+        "my new password is much longer than the old one",
     ],
 )
 def test_look_alikes_are_not_secrets(text: str) -> None:
