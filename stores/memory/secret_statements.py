@@ -20,7 +20,7 @@ _ZH_CREDENTIAL = (
 )
 _EN_CREDENTIAL = (
     r"(?:\bpass(?:word|code|phrase)s?\b|\bpasswd\b|\bpwd\b|\bpw\b|\bpins?\b(?:\s+(?:codes?|numbers?)\b)?"
-    r"|\bcvv2?\b|\bcvc2?\b|\bcsc\b|\bsecurity\s+code\b|\bverification\s+code\b|\botp\b"
+    r"|\bcvv2?\b|\bcvc2?\b|\bcsc\b|\bcvn\b|\bcid\b|\bcard\s+verification\s+(?:value|code)\b|\bsecurity\s+code\b|\bverification\s+code\b|\botp\b"
     r"|\bone[\s-]time\s+(?:code|pass(?:word|code))\b"
     r"|\batm\s+(?:number|code)\b"
     r"|\b(?:access|door|gate|entry|alarm|unlock|garage|building|lock|safe|login|sign[\s-]?in|2fa|mfa|sms|keypad"
@@ -151,6 +151,9 @@ def _wanted(word: str, value: str, before: str) -> bool:
     bare = word.strip().lower()
     if bare in {"pin", "pins"} and word.strip() not in {"PIN", "PINs"}:
         return bool(re.search(r"\d", value))
+    if bare == "cid":  # Amex's card code beside a card; "cid" alone is also a caller or case id
+        near_card = re.search(r"amex|american\s+express|card|卡", before[-40:], re.I)
+        return bool(near_card and re.fullmatch(r"\D{0,12}\d{3,4}\D{0,40}", value))
     if bare == "combination":
         return bool(_LOCK.search(before[-40:]) or _LOCK.search(value) or re.search(r"\d", value))
     return True
@@ -243,6 +246,12 @@ _LOCKED = re.compile(
 )
 
 
+# A combination written as a lock's dial reads it, near the lock: "the padlock at 19-27-3".
+_DIAL = re.compile(
+    r"(?:锁|保险箱|保险柜|密码箱|\bpadlock|\blocker|\bsafe\b|\block\b)[^。.!！?？\n]{0,30}?"
+    r"(?<![\d-])(?P<value>\d{1,2}(?:\s*-\s*\d{1,2}){2,3})(?![\d-])",
+    re.I,
+)
 _ENTERED = re.compile(
     r"(?:输入?|键入|\benter(?:ed)?\b|\btyped?\b)\s*(?P<value>(?=\S*[A-Za-z])(?=\S*\d)[!-~]{4,}|\d{4,})(?![\d.%])",
     re.I,
@@ -253,7 +262,7 @@ _CONNECTS = re.compile(r"wi-?fi|连接?|登录|登陆|解锁|开门|\blog\s*in|\
 def _access(text: str) -> list[tuple[int, int]]:
     """Spans that say what logs someone in or opens a lock."""
     spans = []
-    for pattern in (_LOGIN, _OPENS_WITH, _ZH_LOGS_IN, _LOCKED):
+    for pattern in (_LOGIN, _OPENS_WITH, _ZH_LOGS_IN, _LOCKED, _DIAL):
         for m in pattern.finditer(text):
             if _NEGATED.search(text[max(0, m.start() - 12) : m.start()]):
                 continue

@@ -68,6 +68,8 @@ from stores.memory.rules import apply_operations, content_problem
         ("the bike lock is set to 0-5-2-9", "password"),
         ("口令我定成了 Hz_2019@home", "password"),
         ("wifi 连的时候输 jiejie520", "password"),
+        ("keep their Amex CID, which is 4417", "password"),
+        ("the storage unit padlock at 19-27-3", "password"),
     ],
 )
 def test_each_kind_is_found(text: str, kind: str) -> None:
@@ -112,6 +114,8 @@ def test_each_kind_is_found(text: str, kind: str) -> None:
         "I log in every morning at 9",
         "我记得密码是字母加数字的组合",
         "my new password is much longer than the old one",
+        "the safe is at 221B Baker Street",
+        "caller cid 4417",
     ],
 )
 def test_look_alikes_are_not_secrets(text: str) -> None:
