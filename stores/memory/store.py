@@ -10,6 +10,7 @@ jieba keyword overlap, with each shared term weighted by its rarity among the us
 
 from __future__ import annotations
 
+import builtins  # the store's own ``list`` method hides the builtin in the annotations after it
 import hashlib
 import logging
 import threading
@@ -52,6 +53,7 @@ from stores.vector_cache import CachedEmbedder
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
     from chromadb.api.models.Collection import Collection
+    from chromadb.api.types import LiteralValue, LogicalOperator, Where, WhereOperator
 
 log = logging.getLogger("kb_agent.memory")
 COLLECTION = "memories"
@@ -67,6 +69,12 @@ def _norm_key(content: str) -> str:
     return hashlib.sha256(normalise_content(content).encode()).hexdigest()[:24]
 
 
+def _expiry_test(operator: WhereOperator, timestamp: float) -> Where:
+    """``expires_ts <operator> timestamp`` as a Chroma filter (an ``expires_ts`` of 0.0 never expires)."""
+    test: dict[WhereOperator | LogicalOperator, LiteralValue] = {operator: timestamp}
+    return {"expires_ts": test}
+
+
 def memory_id(user_id: str, memory_type: str, content: str) -> str:
     """The id of a fact: the same (user, type, normalised content) gets the same id in every process, so
     two processes adding one fact at once write one record (a per-process lock cannot see the other)."""
@@ -76,7 +84,7 @@ def memory_id(user_id: str, memory_type: str, content: str) -> str:
 
 def recent_user_messages(messages: Sequence[BaseMessage], limit: int = RECENT_USER_MESSAGES) -> list[str]:
     """The text of the last ``limit`` user messages: assistant and tool text is never a user fact."""
-    texts = [m.text for m in messages if isinstance(m, HumanMessage)]
+    texts: list[str] = [m.text for m in messages if isinstance(m, HumanMessage)]
     return [t for t in texts if t.strip()][-limit:]
 
 
@@ -152,14 +160,14 @@ class ChromaMemoryStore:
 
     # -- scoping ---------------------------------------------------------------------------------
     @staticmethod
-    def _owned(user_id: str) -> dict[str, Any]:
+    def _owned(user_id: str) -> Where:
         if not isinstance(user_id, str) or not user_id:
             raise ValueError("a memory operation needs a user id")
         return {"user_id": user_id}
 
-    def _live(self, user_id: str) -> dict[str, Any]:
+    def _live(self, user_id: str) -> Where:
         now = self.clock().timestamp()
-        alive = {"$or": [{"expires_ts": {"$eq": 0.0}}, {"expires_ts": {"$gt": now}}]}
+        alive: Where = {"$or": [_expiry_test("$eq", 0.0), _expiry_test("$gt", now)]}
         return {"$and": [self._owned(user_id), alive]}
 
     @staticmethod
@@ -184,7 +192,9 @@ class ChromaMemoryStore:
         for memory_id, document, meta in zip(
             got["ids"], got["documents"] or [], got["metadatas"] or [], strict=True
         ):
-            rows.append((self._record(memory_id, document, meta), float(meta.get("updated_ts", 0.0))))
+            updated = meta.get("updated_ts", 0.0)  # a float, as _metadata writes it
+            updated_ts = float(updated) if isinstance(updated, int | float | str) else 0.0
+            rows.append((self._record(memory_id, document, meta), updated_ts))
         return rows
 
     def _metadata(self, record: MemoryRecord, updated: datetime, expires: datetime | None) -> dict[str, Any]:
@@ -216,7 +226,7 @@ class ChromaMemoryStore:
 
     def list(
         self, user_id: str, *, include_expired: bool = False, limit: int | None = None
-    ) -> list[MemoryRecord]:
+    ) -> builtins.list[MemoryRecord]:
         """This user's memories, newest first."""
         where = self._owned(user_id) if include_expired else self._live(user_id)
         rows = sorted(self._rows(where=where), key=lambda row: (-row[1], row[0]["id"]))
@@ -232,7 +242,7 @@ class ChromaMemoryStore:
         rows = self._rows(where=where)
         return rows[0][0] if rows else None
 
-    def recall(self, user_id: str, query: str, top_k: int = 5) -> list[MemoryRecord]:
+    def recall(self, user_id: str, query: str, top_k: int = 5) -> builtins.list[MemoryRecord]:
         """This user's live memories most relevant to ``query``: keyword + vector fused, ties to the newer.
         A question about the user as a whole ("what do you know about me?") gets their facts first."""
         query = query_focus(query)  # a pasted page is recalled by its question
@@ -247,7 +257,7 @@ class ChromaMemoryStore:
         return [MemoryRecord(**record, related=record["id"] in close) for record in ranked]
 
     @staticmethod
-    def _facts_first(rows: Sequence[tuple[MemoryRecord, float]]) -> list[MemoryRecord]:
+    def _facts_first(rows: Sequence[tuple[MemoryRecord, float]]) -> builtins.list[MemoryRecord]:
         """What answers "what do you know about me?": facts and preferences (semantic, procedural), then
         what happened to the user, then what they asked; the newer first within each."""
         order = {"semantic": 0, "procedural": 0, "episodic": 1}
@@ -280,7 +290,10 @@ class ChromaMemoryStore:
             where=self._live(user_id),
             include=["distances"],
         )
-        pairs = zip(found["ids"][0], found["distances"][0], strict=True)  # cosine space: 1 - similarity
+        distances = found["distances"]
+        if distances is None:  # asked for in ``include``: Chroma returns them
+            raise RuntimeError("the memory collection's query returned no distances")
+        pairs = zip(found["ids"][0], distances[0], strict=True)  # cosine space: 1 - similarity
         similarity = {m: 1.0 - float(d) for m, d in pairs if m in by_id}
         baseline = baselines(query_vector, self._references())
         close = related(keyword, similarity, contents, baseline)
@@ -304,17 +317,17 @@ class ChromaMemoryStore:
         return self._reference_vectors
 
     @staticmethod
-    def _ranked(rows: Sequence[tuple[MemoryRecord, float]], score: Mapping[str, float]) -> list[MemoryRecord]:
+    def _ranked(rows: Sequence[tuple[MemoryRecord, float]], score: Mapping[str, float]) -> builtins.list[MemoryRecord]:
         """``rows`` by ``score`` (missing ids score 0), then the newer first, then id."""
         order = sorted(
             rows, key=lambda row: (-round(score.get(row[0]["id"], 0.0), 12), -row[1], row[0]["id"])
         )
         return [record for record, _ in order]
 
-    def search(self, user_id: str, query: str, top_k: int = 10) -> list[MemoryRecord]:
+    def search(self, user_id: str, query: str, top_k: int = 10) -> builtins.list[MemoryRecord]:
         return self.recall(user_id, query, top_k)
 
-    def snapshot(self, user_id: str, query: str, limit: int = MAX_SNAPSHOT) -> list[MemoryRecord]:
+    def snapshot(self, user_id: str, query: str, limit: int = MAX_SNAPSHOT) -> builtins.list[MemoryRecord]:
         """The existing memories shown to the extraction model: all, or the ``limit`` most relevant."""
         memories = self.list(user_id)
         return memories if len(memories) <= limit else self.recall(user_id, query, limit)
@@ -423,7 +436,7 @@ class ChromaMemoryStore:
         """Delete every user's expired memories, each recorded in its user's audit history; returns how many.
         A delete names the user and re-checks the expiry, so a memory renewed meanwhile stays."""
         now = self.clock().timestamp()
-        expired = [{"expires_ts": {"$gt": 0.0}}, {"expires_ts": {"$lte": now}}]
+        expired: builtins.list[Where] = [_expiry_test("$gt", 0.0), _expiry_test("$lte", now)]
         got = self._collection.get(where={"$and": expired}, include=["documents", "metadatas"])
         for found, document, meta in zip(
             got["ids"], got["documents"] or [], got["metadatas"] or [], strict=False
@@ -446,7 +459,7 @@ class ChromaMemoryStore:
     def purge_expired(self, user_id: str) -> int:
         """Delete this user's expired memories (recall already ignores them); returns how many."""
         now = self.clock().timestamp()
-        where = {"$and": [self._owned(user_id), {"expires_ts": {"$gt": 0.0}}, {"expires_ts": {"$lte": now}}]}
+        where: Where = {"$and": [self._owned(user_id), _expiry_test("$gt", 0.0), _expiry_test("$lte", now)]}
         if self._nothing_stored():
             return 0
         with self.lock(user_id):
@@ -466,7 +479,7 @@ class ChromaMemoryStore:
         snapshot: Sequence[MemoryRecord],
         source: str = "extraction",
         explicit_request: bool = False,
-    ) -> list[AuditEntry]:
+    ) -> builtins.list[AuditEntry]:
         """Proposals through the seven rules under this user's lock; the audit entries they produced."""
         with self.lock(user_id):
             return apply_operations(
