@@ -172,6 +172,8 @@ _LATER = re.compile(
     r"(?P<value>(?=[!-~]*(?:\d[!-~]*[A-Za-z]|[A-Za-z][!-~]*\d|[!#$%&*@^~]))[!-~]{4,}|\d{3,}(?![\d.,%]))",
     re.I,
 )
+# A judgement then a colon: what follows the colon is the value.
+_COLON = re.compile(r"[^。.!！?？\n:]{0,60}:\s*(?P<value>[^\s,，。;；]+)")
 # Advice and refusals name a value without setting it: "别把生日当密码", "never use your name as a password".
 _NEGATED = re.compile(r"(?:别|不要|不能|不可|不|勿|\bnever|\bdon'?t|\bdo\s+not|\bnot)\s*$", re.I)
 
@@ -201,6 +203,14 @@ def _forward(text: str) -> list[tuple[int, int]]:
             continue
         if _is_value(value, zh=zh) and _wanted(word, value, text[: m.start()]):
             spans.append((start, end))
+            continue
+        colon = _COLON.match(text, start)  # "is the same as the Wi-Fi one: harborlights"
+        if (
+            colon
+            and _is_value(colon.group("value"), zh=zh)
+            and _wanted(word, colon.group("value"), text[: m.start()])
+        ):
+            spans.append((colon.start("value"), colon.end("value")))
     return spans
 
 
@@ -240,7 +250,7 @@ _ZH_LOGS_IN = re.compile(
 )
 _LOCKED = re.compile(
     r"(?:锁|保险箱|保险柜|门禁|密码箱|警报|\bpadlock|\bkeypad|\blocker|\bsafe\b|\block\b|\balarm\b)"
-    rf"[^。.!！?？\n]{{0,24}}?(?:{_ZH_SETS}|:|=|\bis\b|\b(?:set|changed)\s+to\b)\s*"
+    rf"[^。.!！?？\n]{{0,24}}?(?:{_ZH_SETS}|:|=|\bis\b|\b(?:set|changed)\s+to\b|(?P<to>\bto\b))\s*"
     r"(?P<value>\d(?:[\s-]?\d){2,11})(?![\d.%])",
     re.I,
 )
@@ -266,6 +276,12 @@ def _access(text: str) -> list[tuple[int, int]]:
         for m in pattern.finditer(text):
             if _NEGATED.search(text[max(0, m.start() - 12) : m.start()]):
                 continue
+            if (
+                "to" in pattern.groupindex
+                and m.group("to")
+                and not _SET_VERB.search(text, max(0, m.start() - 40), m.start())
+            ):
+                continue  # "set the screen lock to 2580" sets it; "walk to the lock at 1030" does not
             if pattern is _ZH_LOGS_IN and not (
                 _is_value(m.group("value"), zh=True) and re.search(r"\d", m.group("value"))
             ):

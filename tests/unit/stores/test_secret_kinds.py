@@ -70,6 +70,8 @@ from stores.memory.rules import apply_operations, content_problem
         ("wifi 连的时候输 jiejie520", "password"),
         ("keep their Amex CID, which is 4417", "password"),
         ("the storage unit padlock at 19-27-3", "password"),
+        ("my email password is the same as the Wi-Fi one: harborlights", "password"),
+        ("I set my phone's screen lock to 2580", "password"),
     ],
 )
 def test_each_kind_is_found(text: str, kind: str) -> None:
