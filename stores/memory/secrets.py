@@ -17,8 +17,8 @@ LABELS = {
     "phone": "电话号码 / phone number",
     "id_card": "身份证号 / ID number",
     "bank_card": "银行卡号 / bank-card number",
-    "bank_account": "银行账号 / bank account number (IBAN)",
-    "password": "密码或口令 / password, PIN or passcode",
+    "bank_account": "银行账号 / bank account (IBAN)",
+    "password": "密码或口令 / password or PIN",  # no comma: reasons join labels with ", "
     "api_key": "密钥或令牌 / API key or token",
     "credentials_url": "带凭据的网址 / URL with credentials",
     "email": "邮箱地址 / e-mail address",

@@ -215,3 +215,11 @@ def test_mixed_language_and_emoji_text_is_read_like_any_other() -> None:
     assert "password" in sensitive_kinds("🔐 我的 Netflix password 是 movie4U 😀")
     assert "phone" in sensitive_kinds("📞 call 我 at 一三八 1234 五六七八 🙏")
     assert sensitive_kinds("🎉 生日快乐 happy birthday 🎂 2024-03-15") == []
+
+
+def test_each_kind_has_a_label_a_refusal_can_list() -> None:
+    from stores.memory.secrets import LABELS
+
+    for text in ("PIN 是 5 8 3 1", "IBAN GB82WEST12345698765432", "postgresql://a:b4Xy@h/db"):
+        assert all(kind in LABELS for kind in sensitive_kinds(text))
+    assert not any(", " in label for label in LABELS.values())  # a reason lists them joined by ", "
