@@ -25,6 +25,7 @@ function signOut(note = "", { forget = false } = {}) {
   if (state.running) state.running.abort();
   sessionStorage.removeItem(TOKEN_KEY);
   if (forget) setThread(null);
+  delete document.body.dataset.ready;
   forgetPassages();
   $("app").hidden = true;
   $("signin").hidden = false;
@@ -63,6 +64,7 @@ async function start() {
   } catch (error) {
     failed(error);
   }
+  if (!$("app").hidden) document.body.dataset.ready = "true"; // everything the page asked at sign-in answered
   $("question").focus();
 }
 
