@@ -115,7 +115,7 @@ class FeedbackStore:
             sql += " WHERE " + " AND ".join(where)
         sql += f" ORDER BY id DESC LIMIT {int(limit)}"
         rows = self._db.execute(sql, tuple(params), retry=True).fetchall()
-        return [FeedbackRecord(*row[:8], _cited(row[8])) for row in rows]
+        return [_record(*row) for row in rows]
 
     def bad_citations(self, min_count: int = 2, min_users: int = 1) -> dict[str, int]:
         """Chunk ids the agent cited in at least ``min_count`` answers rated bad by at least ``min_users``
@@ -152,6 +152,21 @@ def answer_digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def _record(
+    row_id: int,
+    created_at: str,
+    user_id: str,
+    thread_id: str | None,
+    rating: str,
+    reason: str | None,
+    question: str | None,
+    answer: str | None,
+    cited: Any,
+) -> FeedbackRecord:
+    """A row of :meth:`FeedbackStore.list`'s query, its citations read back from their JSON."""
+    return FeedbackRecord(row_id, created_at, user_id, thread_id, rating, reason, question, answer, _cited(cited))
+
+
 def _cited(raw: Any) -> tuple[str, ...] | None:
     if raw is None:
         return None
@@ -167,10 +182,10 @@ def downweight(passages: Sequence[Passage], penalised: Mapping[str, int], factor
     bad), then best first again; nothing changes when ``factor`` is 1 or nothing is penalised."""
     if factor >= 1.0 or not penalised or not any(p.get("id") in penalised for p in passages):
         return list(passages)
-    weighted = [
+    weighted: list[Passage] = [
         {**p, "score": float(p.get("score", 0.0)) * factor, "metadata": {**(p.get("metadata") or {}), "feedback_penalty": factor}}
         if p.get("id") in penalised
         else p
         for p in passages
     ]
-    return sorted(weighted, key=lambda p: -float(p.get("score", 0.0)))  # type: ignore[return-value]
+    return sorted(weighted, key=lambda p: -float(p.get("score", 0.0)))

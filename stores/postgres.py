@@ -108,6 +108,12 @@ def open_pool(
     return pool
 
 
+def _address(pool: ConnectionPool) -> str:
+    """Where ``pool`` connects, for messages: :func:`open_pool` opens every pool from a URL."""
+    conninfo = pool.conninfo
+    return postgres_address(conninfo) if isinstance(conninfo, str) else "(a conninfo function)"
+
+
 def _setting(pool: ConnectionPool) -> str:
     return pool.name if pool.name.startswith("KB_AGENT_") else DATABASE_SETTING
 
@@ -125,7 +131,7 @@ def lost_as_error(pool: ConnectionPool, conn: Any) -> Iterator[None]:
             raise
         reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise ConnectionLostError(
-            f"{_setting(pool)}: lost the connection to Postgres at {postgres_address(pool.conninfo)} "
+            f"{_setting(pool)}: lost the connection to Postgres at {_address(pool)} "
             f"({reason}); what was in flight was not completed: run it again once the database is back"
         ) from None
 
@@ -141,7 +147,7 @@ def borrowed(pool: ConnectionPool) -> Iterator[Any]:
             yield conn
     except PoolTimeout:
         raise StoreUnavailableError(
-            f"{_setting(pool)}: no connection to Postgres at {postgres_address(pool.conninfo)} within "
+            f"{_setting(pool)}: no connection to Postgres at {_address(pool)} within "
             f"{pool.timeout:g} s; check that the server is running (or raise the pool's size if it is busy)"
         ) from None
 

@@ -46,13 +46,13 @@ def preferred(passages: Sequence[Passage], memories: Sequence[Mapping[str, Any]]
         names = [*PurePosixPath(source).parts[:-1], *(g.strip() for g in groups if g.strip() != "public")]
         return any(len(n) >= 2 and n.casefold() in text for n in names for text in texts)
 
-    boosted = [
+    boosted: list[Passage] = [
         {**p, "score": float(p.get("score", 0.0)) * factor, "metadata": {**(p.get("metadata") or {}), "preferred": True}}
         if named(p)
         else p
         for p in passages
     ]
-    return sorted(boosted, key=lambda p: -float(p.get("score", 0.0)))  # type: ignore[return-value]
+    return sorted(boosted, key=lambda p: -float(p.get("score", 0.0)))
 
 
 def pool_size(settings: Any, top_k: int, *, penalised: Mapping[str, int], memories: Sequence[Any], reranking: bool) -> int:

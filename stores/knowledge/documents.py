@@ -29,7 +29,7 @@ SECTION_CHARS = 256 * 1024  # a longer section is cut at a paragraph break: boun
 _SAMPLE = 8192  # bytes inspected for binary content
 PLAIN_TITLE_CHARS = 200  # a longer first line is a paragraph, not a title
 SENTENCE_ENDS = tuple("。！？；：，、,;:")
-_BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF8, "utf-8-sig"))
+_BOMS: tuple[tuple[bytes, str], ...] = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF8, "utf-8-sig"))
 _BOMS += ((codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))  # after UTF-32 LE: same start
 _NOT_CONTROL = bytes(b for b in range(256) if b >= 32 or b in b"\t\n\r\f\b\x1b")
 _MARK = re.compile(r"^ {0,3}(?:#{1,3}(?:[ \t]|$)|`{3,}|~{3,}).*$", re.MULTILINE)  # heading or fence lines
@@ -233,8 +233,8 @@ def _load_streamed(path: Path, source: str, size: int, *, markdown: bool) -> Loa
     if not valid and not bom:
         encoding = "gb18030" if _scan(path, "gb18030")[1] else _guess(head)
     with path.open(encoding=encoding, errors="replace") as fh:
-        head = fh.read(BLOCK)
-    title = (_markdown_title(head) if markdown else _plain_title(head)) or path.stem
+        text_head = fh.read(BLOCK)
+    title = (_markdown_title(text_head) if markdown else _plain_title(text_head)) or path.stem
     return LoadedDocument(source, title, _stream_sections(path, encoding, markdown), encoding, digest, size)
 
 

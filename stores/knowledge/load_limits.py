@@ -12,6 +12,7 @@ import time
 import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import IO
 
 MiB = 1024 * 1024
 MAX_TEXT_BYTES = 512 * MiB  # .txt/.md: streamed above 8 MiB, so this bounds time, not memory
@@ -91,7 +92,7 @@ def check_docx_archive(raw: bytes, deadline: Deadline | None = None) -> None:
 _W_P = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}p"
 
 
-def _count_elements(stream: io.BufferedIOBase, budget: int, deadline: Deadline) -> tuple[int, int]:
+def _count_elements(stream: IO[bytes], budget: int, deadline: Deadline) -> tuple[int, int]:
     """(elements, paragraphs) of one XML part, parsed as a stream that keeps nothing; stops at ``budget``."""
     from lxml import etree
 
