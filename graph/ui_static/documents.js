@@ -143,7 +143,8 @@ function upload(file, groups, uploads) {
     if (request.status === 401) { hooks.signOut?.(t("expired")); return; }
     bar.value = "100";
     item.dataset.status = request.status === 200 ? "done" : "error";
-    note.textContent = request.status === 200 ? ` ${t("uploaded")}` : ` ${t("skipped")}: ${data.detail || request.status}`;
+    const added = data.status === "updated" ? t("replaced") : data.status === "unchanged" ? t("unchanged") : t("uploaded");
+    note.textContent = request.status === 200 ? ` ${added}` : ` ${t("skipped")}: ${data.detail || request.status}`;
     await load($("doc-search").value);
   });
   request.addEventListener("error", () => { item.dataset.status = "error"; note.textContent = ` ${t("failed")}`; });

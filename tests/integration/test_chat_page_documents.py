@@ -89,6 +89,7 @@ def test_an_admin_uploads_with_progress_deletes_to_the_trash_and_restores(
         page.set_input_files("#doc-file", str(visa))
         page.wait_for_selector(".upload[data-name='visa.md'][data-status=done]")
         assert page.get_attribute(".upload[data-name='visa.md'] progress", "value") == "100"
+        assert "Added" in page.inner_text(".upload[data-name='visa.md']")
         page.wait_for_selector("#doc-list tr[data-source='visa.md']")
         assert "Visa rules" in page.inner_text("#doc-list tr[data-source='visa.md']")
         assert page.locator("#doc-list tr[data-source='visa.md'] td").nth(5).inner_text() == "bob"  # who added it
@@ -104,6 +105,11 @@ def test_an_admin_uploads_with_progress_deletes_to_the_trash_and_restores(
         page.click("#doc-trash li[data-source='visa.md'] .restore-doc")
         page.wait_for_selector("#doc-list tr[data-source='visa.md']")
         assert "visa.md" in _listed(server, "tok-bob")
+        visa.write_text("# Visa rules\n\nA visa is booked by the travel desk, two weeks ahead.\n", "utf-8")
+        page.set_input_files("#doc-file", str(visa))  # the same name again: it replaces, and says so
+        page.wait_for_function(
+            "() => [...document.querySelectorAll(\".upload[data-name='visa.md']\")].some(u => u.textContent.includes('Replaced'))"
+        )
         page.click("#documents-back")
         page.wait_for_selector("#ask-form", state="visible")
         assert tab.errors() == [], tab.console
