@@ -134,7 +134,7 @@ def _root(value: Fraction, degree: int) -> tuple[Fraction, bool]:
 
 def _literal(node: ast.Constant, source: str) -> Fraction:
     value = node.value
-    if type(value) not in (int, float):
+    if isinstance(value, bool) or not isinstance(value, int | float):  # a parsed constant is no other subclass
         kinds = {bool: "a boolean", complex: "a complex number", str: "a string", bytes: "a bytes string"}
         raise _refuse(kinds.get(type(value), "this constant"))
     text = ast.get_source_segment(source, node) or repr(value)
