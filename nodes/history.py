@@ -27,7 +27,7 @@ INTERRUPTED = "Error: not run: the turn was interrupted before this tool call wa
 
 
 def _call_ids(message: AIMessage) -> list[str]:
-    return [c["id"] for c in message.tool_calls] + [c.get("id") or "" for c in message.invalid_tool_calls]
+    return [c["id"] or "" for c in message.tool_calls] + [c.get("id") or "" for c in message.invalid_tool_calls]
 
 
 def sendable(message: AnyMessage) -> AnyMessage:
@@ -51,8 +51,8 @@ def wire_history(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
         if not isinstance(message, AIMessage) or not (message.tool_calls or message.invalid_tool_calls):
             continue
         results: dict[str, ToolMessage] = {}
-        while i < len(messages) and isinstance(messages[i], ToolMessage):
-            results.setdefault(messages[i].tool_call_id, messages[i])
+        while i < len(messages) and isinstance(result := messages[i], ToolMessage):
+            results.setdefault(result.tool_call_id, result)
             i += 1
         for call_id in _call_ids(message):
             out.append(results.get(call_id) or ToolMessage(INTERRUPTED, tool_call_id=call_id, status="error"))
