@@ -24,6 +24,7 @@ _EN_CREDENTIAL = (
     r"|\bone[\s-]time\s+(?:code|pass(?:word|code))\b"
     r"|\batm\s+(?:number|code)\b"
     r"|\b(?:access|door|gate|entry|alarm|unlock|garage|building|lock|safe|login|sign[\s-]?in|2fa|mfa|sms|keypad"
+    r"|buzzer|intercom|(?:door|gate|entry)\s+(?:buzzer|intercom|lock|keypad)"
     r"|recovery|backup|auth(?:entication)?)\s+codes?\b"
     r"|\b(?:seed|recovery|mnemonic)\s+(?:phrase|words)\b|\b(?:secret|security)\s+(?:question\s+)?answer\b"
     r"|\banswer\s+to\s+(?:my|the|his|her|our)\s+security\s+question\b|\bcombination\b)"
@@ -73,10 +74,13 @@ _ZH_NOT_VALUE = re.compile(
     r"(?:不|没|太|很|挺|非常|比较|有点|有些|特别|超级|相当|好像|真|都|也|还|又|已经|已|必须|需要|要|应该|不能"
     r"|可以|会|能|区分|错|对|正确|过期|失效|无效|有效|空|一样|相同|不同|保密|加密|安全|复杂|简单|容易|难|强|弱"
     r"|长|短|重要|必填|必需|必要|至少|最少|最多|多少|什么|啥|哪|几|由|被|在|放在|写在|存在|记在|贴在|随机|请"
-    r"|这|那|它|谁|怎么|为什么|如何|\d+\s*(?:位|个字符|个字|个数字|字符|个字母))"
+    r"|这|那|它|谁|怎么|为什么|如何|[\d一二三四五六七八九十两]+\s*(?:位|个字符|个字|个数字|字符|个字母))"
 )
 _MASK = re.compile(r"[*•●xX#._\-\s]+")
-_QUESTION = re.compile(r"[?？]|吗|什么|多少|哪|啥|几位|\b(?:what|which|how|whether)\b", re.I)
+_QUESTION = re.compile(
+    r"[?？]|吗|什么|多少|哪|啥|几位|是不是|\b(?:what|which|how|whether)\b|\b(?:ask(?:s|ed)?|wonder(?:s|ed)?)\s+if\b",
+    re.I,
+)
 _CLAUSE_END = re.compile(r"[,，。;；!！?？\n]|\s(?:and|but|so|because|which|then)\s|(?:但是|不过|所以|因为)")
 _DETERMINER = r"(?:my|the|our|his|her|its|their|your|a|an|this|that|its)"
 
@@ -86,7 +90,8 @@ _ZH_SETS = r"(?:叫做?|是|为|(?:改|换|设|定|变)成了?|(?:改|设|定)�
 _ASSIGN = re.compile(
     r"\s*(?:\b(?:for|of|to|on|at)\b\s+(?:[\w'’.-]+\s+){0,4}?)?"
     r"(?:就|都|也|还|仍然|依然|一直|现在|目前|已经|已|又|被)?\s*"
-    r"(?:\b(?:is|was|are|were|will\s+be|has\s+been|have\s+been|became|becomes|remains|reads)\b"
+    r"(?:\b(?:is|was|has\s+been|have\s+been)\s+(?:now\s+)?(?:set|changed|reset|updated|switched)\s+to\b"
+    r"|\b(?:is|was|are|were|will\s+be|has\s+been|have\s+been|became|becomes|remains|reads)\b"
     r"(?:\s+(?:now|still|just|simply|literally|actually|currently|always))?\s*(?:[:=]\s*)?"
     r"|[:=]\s*|\b(?:set|changed|reset|updated|switched)\s+to\b|\bto\b"
     rf"|{_ZH_SETS})\s*",
@@ -105,7 +110,8 @@ _ZH_USE = re.compile(
 )
 _EN_BEFORE = re.compile(
     rf"(?P<value>[^\s,.;:!?]{{1,40}}(?:\s+[^\s,.;:!?]{{1,40}}){{0,2}}?)\s+(?:is|was|will\s+be|becomes|became)\s+"
-    rf"(?:{_DETERMINER})\s+(?:[\w-]+\s+){{0,3}}?(?P<word>{_EN_CREDENTIAL})",
+    rf"(?:{_DETERMINER})\s+(?!(?:[\w-]+\s+){{0,2}}(?:bad|good|weak|strong|common|terrible|popular|typical|great"
+    rf"|safe|secure|easy|obvious|poor|awful|lousy|fine|ok|okay)\b)(?:[\w-]+\s+){{0,3}}?(?P<word>{_EN_CREDENTIAL})",
     re.I,
 )
 _ZH_BEFORE = re.compile(
@@ -178,6 +184,20 @@ _COLON = re.compile(r"[^。.!！?？\n:]{0,60}:\s*(?P<value>[^\s,，。;；]+)")
 _NEGATED = re.compile(r"(?:别|不要|不能|不可|不|勿|\bnever|\bdon'?t|\bdo\s+not|\bnot)\s*$", re.I)
 
 
+_ANSWERED = re.compile(r"\s*[?？]\s*(?:it'?s|it\s+is|that'?s|是|就是)\s*", re.I)
+# Personal data a credential is made from: naming it gives the credential away.
+_PERSONAL = (
+    r"生日|出生|学号|工号|手机号|电话|身份证|车牌|门牌|名字|姓名|拼音|纪念日|结婚|卡号|尾号|后[四六八]位|前[四六八]位"
+    r"|birth(?:day|date)|phone\s+number|student\s+(?:id|number)|employee\s+(?:id|number)|name"
+    r"|anniversary|licen[cs]e\s+plate|zip\s+code|last\s+(?:four|six|4|6)\s+digits"
+)
+_DERIVED = re.compile(
+    rf"\s*(?:跟|和|与|同)(?P<source>[^，。,;；!！?？\n]{{1,20}}?(?:{_PERSONAL})[^，。,;；!！?？\n]{{0,8}}?)(?:一样|相同|一致)"
+    rf"|\s*(?:is|was)\s+the\s+same\s+as\s+(?P<en>[^,.;!?\n]{{0,30}}?(?:{_PERSONAL})[^,.;!?\n]{{0,20}})",
+    re.I,
+)
+
+
 def _forward(text: str) -> list[tuple[int, int]]:
     """The credential first: "the PIN is …", "密码：…", "口令改成了 …", "支付密码 551234"."""
     spans = []
@@ -186,6 +206,18 @@ def _forward(text: str) -> list[tuple[int, int]]:
         if _META_AFTER.match(text, after):
             continue
         zh = bool(re.search(r"[\u3400-\u9fff]", word + text[after : after + 3]))
+        answered = _ANSWERED.match(text, after)  # "debit card PIN? It's 0-8-1-5"
+        if answered:
+            end = _clause(text, answered.end())
+            if _is_value(text[answered.end() : end], zh=zh):
+                spans.append((answered.end(), end))
+            continue
+        derived = _DERIVED.match(text, after)  # "密码跟学号后六位一样": given by what it is made from
+        if derived:
+            group = "source" if derived.group("source") else "en"
+            if not CREDENTIAL.search(derived.group(group)):
+                spans.append((derived.start(group), derived.end()))
+                continue
         assign = _ASSIGN.match(text, after) or _RIGHT_AFTER.match(text, after)
         if assign is None:
             later = _LATER.match(text, after)
@@ -248,10 +280,19 @@ _OPENS_WITH = re.compile(
 _ZH_LOGS_IN = re.compile(
     r"(?:用|拿|以|输入)\s*(?P<value>[^,，。;；！?？\n]{1,20}?)\s*(?:来)?(?:登录|登陆|解锁|开门|开锁|开机|付款|支付)"
 )
+_EN_LOGS_IN = re.compile(
+    r"\b(?:use[sd]?|using|types?|typed|enters?|entered)\s+(?P<value>[^.;!?\n]{1,40}?)\s+to\s+"
+    r"(?:log\s*(?:into|in|onto|on)|sign\s*in(?:to)?|unlock|open|get\s+into|access)\b",
+    re.I,
+)
+# A value said as one: quoted, with a digit, or introduced as a word or code ("the word 'marmalade'").
+_SAID_AS_VALUE = re.compile(
+    r"['\"“‘][^'\"”’]+['\"”’]|\d{3,}|\bthe\s+(?:word|code|number|phrase|passcode)\s+\S", re.I
+)
 _LOCKED = re.compile(
     r"(?:锁|保险箱|保险柜|门禁|密码箱|警报|\bpadlock|\bkeypad|\blocker|\bsafe\b|\block\b|\balarm\b)"
-    rf"[^。.!！?？\n]{{0,24}}?(?:{_ZH_SETS}|:|=|\bis\b|\b(?:set|changed)\s+to\b|(?P<to>\bto\b))\s*"
-    r"(?P<value>\d(?:[\s-]?\d){2,11})(?![\d.%])",
+    rf"(?:[^。.!！?？\n]{{0,24}}?(?:{_ZH_SETS}|:|=|\bis\b|\b(?:set|changed)\s+to\b|(?P<to>\bto\b))\s*"
+    r"(?P<value>\d(?:[\s-]?\d){2,11})|\s*(?P<read>\d(?:[\s-]\d){2,11}))(?![\d.%])",
     re.I,
 )
 
@@ -272,7 +313,7 @@ _CONNECTS = re.compile(r"wi-?fi|连接?|登录|登陆|解锁|开门|\blog\s*in|\
 def _access(text: str) -> list[tuple[int, int]]:
     """Spans that say what logs someone in or opens a lock."""
     spans = []
-    for pattern in (_LOGIN, _OPENS_WITH, _ZH_LOGS_IN, _LOCKED, _DIAL):
+    for pattern in (_LOGIN, _OPENS_WITH, _ZH_LOGS_IN, _EN_LOGS_IN, _LOCKED, _DIAL):
         for m in pattern.finditer(text):
             if _NEGATED.search(text[max(0, m.start() - 12) : m.start()]):
                 continue
@@ -282,11 +323,16 @@ def _access(text: str) -> list[tuple[int, int]]:
                 and not _SET_VERB.search(text, max(0, m.start() - 40), m.start())
             ):
                 continue  # "set the screen lock to 2580" sets it; "walk to the lock at 1030" does not
+            if pattern is _EN_LOGS_IN and not (
+                _is_value(m.group("value"), zh=False) and _SAID_AS_VALUE.search(m.group("value"))
+            ):
+                continue
             if pattern is _ZH_LOGS_IN and not (
                 _is_value(m.group("value"), zh=True) and re.search(r"\d", m.group("value"))
             ):
                 continue
-            spans.append((m.start("value"), m.end("value")))
+            group = "read" if "read" in pattern.groupindex and m.group("read") else "value"
+            spans.append((m.start(group), m.end(group)))
     for m in _ENTERED.finditer(text):  # what is typed to connect or log in: "连的时候输 jiejie520"
         sentence = text[max(0, m.start() - 40) : m.end() + 20]
         if _CONNECTS.search(sentence) and not _NEGATED.search(text[max(0, m.start() - 12) : m.start()]):

@@ -72,6 +72,12 @@ from stores.memory.rules import apply_operations, content_problem
         ("the storage unit padlock at 19-27-3", "password"),
         ("my email password is the same as the Wi-Fi one: harborlights", "password"),
         ("I set my phone's screen lock to 2580", "password"),
+        ("防盗门的电子锁 4 7 1 1 进门", "password"),
+        ("教务系统的密码跟学号后六位一样", "password"),
+        ("debit card PIN? It's 0-8-1-5", "password"),
+        ("she uses the word 'marmalade' to log into the iPad", "password"),
+        ("the door buzzer code: star 4 4 0 9", "password"),
+        ("the MySQL root password was reset to Marigold77", "password"),
     ],
 )
 def test_each_kind_is_found(text: str, kind: str) -> None:
@@ -118,6 +124,12 @@ def test_each_kind_is_found(text: str, kind: str) -> None:
         "my new password is much longer than the old one",
         "the safe is at 221B Baker Street",
         "caller cid 4417",
+        "验证码是六位数字",
+        "he asked if 1234 is a bad PIN",
+        "my password is the same as before",
+        "I use 2 fingers to unlock the trackpad",
+        "the lock 2019 model",
+        "The user uses Face ID to unlock the phone",
     ],
 )
 def test_look_alikes_are_not_secrets(text: str) -> None:
