@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Hashable
 from typing import Any, ClassVar
 
 from pydantic import AliasChoices, Field, PrivateAttr, TypeAdapter, ValidationError
@@ -431,7 +432,7 @@ class Settings(BaseSettings):
             name: ARGUMENT if name in given else ENVIRONMENT if name in env else FILE if name in file else DEFAULT
             for name in type(self).model_fields
         }
-        self.validate()
+        self.check_limits()
 
     @classmethod
     def settings_customise_sources(
@@ -453,19 +454,22 @@ class Settings(BaseSettings):
                 raise ConfigError(f"unknown setting {name!r}")
         if not changes:
             return self
-        checked = {}
+        checked: dict[str, Any] = {}
         for name, value in changes.items():
+            annotation = fields[name].annotation
+            if annotation is None or not isinstance(annotation, Hashable):  # every field has a plain type
+                raise TypeError(f"setting {name!r} has no type to check a value against")
             try:
-                checked[name] = _adapter(fields[name].annotation).validate_python(value)
+                checked[name] = _adapter(annotation).validate_python(value)
             except ValidationError:
                 raise ConfigError(
-                    f"{name} must be a {fields[name].annotation.__name__}, got {value!r:.60}{_where(ARGUMENT)}"
+                    f"{name} must be a {annotation.__name__}, got {value!r:.60}{_where(ARGUMENT)}"
                 ) from None
         # model_copy, not model_validate: this class's __init__ (which validation would call) reads the
         # environment and the file, and a copy must keep what the original was built from.
         copy = self.model_copy(update=checked)
         copy._sources = {**self._sources, **dict.fromkeys(changes, ARGUMENT)}
-        copy.validate()
+        copy.check_limits()
         return copy
 
     def sources(self) -> dict[str, str]:
@@ -495,7 +499,7 @@ class Settings(BaseSettings):
     memory = property(lambda self: self.section(MEMORY))
     storage = property(lambda self: self.section(STORAGE))
 
-    def validate(self) -> None:
+    def check_limits(self) -> None:
         """Refuse limits that would make every turn fail, naming the variable to fix."""
         for name in (
             "max_rounds",

@@ -62,7 +62,7 @@ def env_name(name: str, info: FieldInfo) -> str:
 
 
 @functools.cache
-def setting_fields(cls: type) -> tuple[tuple[str, str, Any, Any], ...]:
+def setting_fields(cls: type[BaseSettings]) -> tuple[tuple[str, str, Any, Any], ...]:
     """(field, env variable, default, type) per field, computed once: every run resolves its settings."""
     return tuple(
         (name, env_name(name, info), info.default, info.annotation) for name, info in cls.model_fields.items()
