@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from models.errors import EndpointSettings, ModelConfigError
 
@@ -48,7 +48,7 @@ ChatModelFactory = Callable[[EndpointSettings], "BaseChatModel"]
 """Gives the chat model a run asks for: :class:`ChatModels` (shared clients) or :func:`get_chat_model`."""
 
 
-def follows_instructions(model: BaseChatModel | None) -> bool:
+def follows_instructions(model: BaseChatModel | None) -> TypeGuard[BaseChatModel]:
     """Whether ``model`` can do work asked for in words — rewrite a query, write a summary, judge an answer.
 
     A model says it cannot with a false ``follows_instructions`` attribute (the offline rule model does);

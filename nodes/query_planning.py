@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable, Collection, Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
@@ -68,7 +68,7 @@ class _Fallback(Exception):
 
 def _recent_turns(question: str, history: Sequence[BaseMessage]) -> list[BaseMessage]:
     """The last user/assistant text messages before the current question (tool traffic left out)."""
-    turns = [
+    turns: list[BaseMessage] = [
         m
         for m in history
         if isinstance(m, HumanMessage | AIMessage) and not getattr(m, "tool_calls", None) and m.text.strip()
@@ -247,7 +247,8 @@ def plan_queries(
     question: str, history: Sequence[BaseMessage], model: BaseChatModel | None, **options: Any
 ) -> QueryPlan:
     """Plan the searches for ``question`` with blocking model calls (see :func:`planned_queries`)."""
-    return run_steps(planned_queries(question, history, model, **options))
+    # run_steps is typed for node bodies (a state update); it returns whatever the generator returns
+    return cast(QueryPlan, run_steps(planned_queries(question, history, model, **options)))
 
 
 def planned_queries(
