@@ -19,15 +19,19 @@ _ZH_CREDENTIAL = (
     r"|门禁码|密保(?:问题)?的?答案|助记词|PIN\s*码?|CVV2?\s*码?|CVC\s*码?)"
 )
 _EN_CREDENTIAL = (
-    r"(?:\bpass(?:word|code|phrase)s?\b|\bpasswd\b|\bpwd\b|\bpw\b|\bpins?\b(?:\s+(?:codes?|numbers?)\b)?"
-    r"|\bcvv2?\b|\bcvc2?\b|\bcsc\b|\bcvn\b|\bcid\b|\bcard\s+verification\s+(?:value|code)\b|\bsecurity\s+code\b|\bverification\s+code\b|\botp\b"
+    r"(?:\bpass(?:word|code|phrase|key)s?\b|\bpasswd\b|\bpwd\b|\bpw\b|\bpins?\b(?:\s+(?:codes?|numbers?)\b)?"
+    r"|\b(?:wi-?fi|wlan|wpa2?|wireless|network)\s+keys?\b"
+    r"|\bcvv2?\b|\bcvc2?\b|\bcsc\b|\bcvn\b|\bcid\b|\bcard\s+verification\s+(?:value|code)\b|\bsecurity\s+code\b"
+    r"|\bverification\s+code\b|\botp\b"
     r"|\bone[\s-]time\s+(?:code|pass(?:word|code))\b"
     r"|\batm\s+(?:number|code)\b"
     r"|\b(?:access|door|gate|entry|alarm|unlock|garage|building|lock|safe|login|sign[\s-]?in|2fa|mfa|sms|keypad"
+    r"|vault|locker|padlock|suitcase|briefcase"
     r"|buzzer|intercom|(?:door|gate|entry)\s+(?:buzzer|intercom|lock|keypad)"
     r"|recovery|backup|auth(?:entication)?)\s+codes?\b"
     r"|\b(?:seed|recovery|mnemonic)\s+(?:phrase|words)\b|\b(?:secret|security)\s+(?:question\s+)?answer\b"
-    r"|\banswer\s+to\s+(?:my|the|his|her|our)\s+security\s+question\b|\bcombination\b)"
+    r"|\banswer\s+to\s+(?:my|the|his|her|our)\s+security\s+question\b(?:\s+['\"“‘][^'\"”’]{1,30}['\"”’])?"
+    r"|\bcombination\b)"
 )
 CREDENTIAL = re.compile(rf"{_ZH_CREDENTIAL}|{_EN_CREDENTIAL}", re.I)
 # A noun after the credential word makes the phrase about something else: "password policy", "密码长度".
@@ -97,7 +101,8 @@ _ASSIGN = re.compile(
     rf"|{_ZH_SETS})\s*",
     re.I,
 )
-_RIGHT_AFTER = re.compile(r"\s*(?=[^\s\w]?[!-~]*\d)")  # "支付密码 551234", "PIN 1234", "验证码 482913"
+# A value right after the word: "支付密码 551234", "PIN 1234", "验证码 482913", 暗号“长江长江我是黄河”.
+_RIGHT_AFTER = re.compile(r"\s*(?=[^\s\w]?[!-~]*\d|[\"“「『][^\"”」』]{1,40}[\"”」』])")
 _EN_USE = re.compile(
     rf"\b(?:(?:use[sd]?|using|chose|choose|picked|pick)\s+(?P<value>(?:[^.;?\n]|[.?](?=\S)){{1,60}}?)\s+(?:as|for)"
     rf"|(?:set|made|make|have|has|had)\s+(?P<had>[^.;!?\n]{{1,60}}?)\s+as)\s+(?:{_DETERMINER}\s+)?(?:[\w-]+\s+){{0,2}}?(?P<word>{_EN_CREDENTIAL})",
@@ -136,8 +141,13 @@ _COMPOSITION = re.compile(
 
 def _is_value(value: str, *, zh: bool) -> bool:
     """Whether what fills a credential's place gives it, rather than saying something about it."""
+    quoted = re.match(r"\s*[\"'“‘「『][^\"'”’」』]+[\"'”’」』]", value)
     value = value.strip(" \t\"'“”‘’「」『』《》()（）")
-    if not value or _MASK.fullmatch(value) or _QUESTION.search(value):
+    if not value or _MASK.fullmatch(value):
+        return False
+    if quoted:
+        return True  # a quoted value is said as one: 暗号“长江长江我是黄河”
+    if _QUESTION.search(value):
         return False
     if CREDENTIAL.search(value):
         return False  # "use a password manager for my passwords": a value does not name a credential

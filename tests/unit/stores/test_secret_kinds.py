@@ -78,6 +78,10 @@ from stores.memory.rules import apply_operations, content_problem
         ("she uses the word 'marmalade' to log into the iPad", "password"),
         ("the door buzzer code: star 4 4 0 9", "password"),
         ("the MySQL root password was reset to Marigold77", "password"),
+        ("以后问起来就说暗号“长江长江我是黄河”", "password"),
+        ("the vault code is 3 1 4 1 5 9", "password"),
+        ("the Wi-Fi key for the guest network is visitor2024", "password"),
+        ("my answer to the security question 'first pet' is Biscuit", "password"),
     ],
 )
 def test_each_kind_is_found(text: str, kind: str) -> None:
