@@ -12,12 +12,13 @@ import logging
 import math
 import time
 import uuid
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import Runnable
-from langgraph.graph.message import add_messages
+from langgraph.graph.message import Messages, add_messages
 from langgraph.runtime import Runtime
 
 from models import ChatModelFactory, get_chat_model
@@ -77,7 +78,8 @@ def folded_state(state: State, update: dict[str, Any]) -> State:
         return state
     changes = {key: value for key, value in update.items() if key != "messages"}
     if "messages" in update:
-        changes["messages"] = add_messages(state.messages, update["messages"])
+        # a list of messages is a list of message-likes: add_messages reads it and returns a new list
+        changes["messages"] = add_messages(cast(Messages, state.messages), update["messages"])
     return dataclasses.replace(state, **changes)
 
 
@@ -175,7 +177,7 @@ def make_agent(
         response = without_deep_calls(response)  # before anything below walks the arguments
         response = with_call_ids(response)
 
-        usage = response.usage_metadata or {}
+        usage: Mapping[str, Any] = response.usage_metadata or {}
         if model is None and not ctx.uses_offline_model and usage.get("input_tokens"):
             # The endpoint's own count teaches the estimate its tokenizer (the summarize node's budget).
             estimated = count_message_tokens(request) + count_tool_tokens(definitions)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,7 +87,7 @@ class Budget:
             "seconds": round(max(0.0, self.max_seconds - (now - counters["started_at"])), 1),
         }
 
-    def note_calls(self, counters: dict[str, Any], calls: list[dict[str, Any]]) -> bool:
+    def note_calls(self, counters: dict[str, Any], calls: Sequence[Mapping[str, Any]]) -> bool:
         """Count identical consecutive calls; True when one reaches ``max_repeated_calls`` (stop before running it)."""
         for call in calls:
             signature = json.dumps(
