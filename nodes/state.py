@@ -110,8 +110,10 @@ def check_caller_update(
 def check_caller_command(
     command: Any, max_messages: int | None = None, where: str = "command", *, max_chars: int | None = None
 ) -> None:
-    """A caller's ``Command`` may resume a pending question and add messages; it may not route the graph
-    (``goto`` would skip the model and the checks before a tool runs) nor write any other channel."""
+    """A caller's ``Command`` may resume a pending question or add messages, not both at once; it may not
+    route the graph (``goto`` would skip the model and the checks before a tool runs) nor write any other
+    channel. A resume that also writes could replace the pending tool call under the approval given for the
+    one shown."""
     if command is None:
         return
     if not isinstance(command, dict):
@@ -121,6 +123,10 @@ def check_caller_command(
             f"{where}.goto: a caller cannot route the graph; send a question, or resume a pending approval"
         )
     if command.get("update") is not None:
+        if command.get("resume") is not None:
+            raise ForbiddenStateError(
+                f"{where}: a resume cannot also change the thread ({where}.update); send the decision alone"
+            )
         check_caller_update(command["update"], max_messages, f"{where}.update", max_chars=max_chars)
 
 

@@ -487,6 +487,11 @@ def test_an_approval_is_bound_to_the_call_shown(users: dict[str, SyncLangGraphCl
     response = _refused(lambda: bob.threads.update_state(thread_id, {"messages": [swapped]}, as_node="agent"))
     assert response.status_code == 409 and "approval" in response.text, response.text
     assert _interrupts(bob.threads.get_state(thread_id)) == [shown]
+    for decision in ({"approved": True}, {"approved": True, "call_id": shown["call_id"], "digest": shown["digest"]}):
+        swap = {"resume": decision, "update": {"messages": [swapped]}}  # approve while replacing the call
+        response = _refused(lambda c=swap: bob.runs.wait(thread_id, GRAPH_ID, command=c))
+        assert response.status_code == 403 and "resume" in response.text, response.text
+        assert _interrupts(bob.threads.get_state(thread_id)) == [shown]
     other = {"approved": True, "call_id": shown["call_id"], "digest": "0" * 64}
     bob.runs.wait(thread_id, GRAPH_ID, command={"resume": other}, raise_error=False)
     [asked] = _interrupts(bob.threads.get_state(thread_id))
