@@ -15,8 +15,9 @@ import re
 # The words that name a credential. A compound that names something else is not one: 密码学
 # (cryptography), 密码锁 (a combination lock), "password manager", "PIN codes should…" (no value follows).
 _ZH_CREDENTIAL = (
-    r"(?:密码(?![学锁箱本器机子盘键框栏])|口令|暗号|暗语|验证码|安全码|动态码|提取码|授权码|取件码|开锁码|解锁码"
-    r"|门禁码|密保(?:问题)?的?答案|助记词|PIN\s*码?|CVV2?\s*码?|CVC\s*码?)"
+    r"(?:(?:密保|安全|密码提示)(?:问题)?的?答案|密码(?![学锁箱本器机子盘键框栏])|口令|暗号|暗语|验证码|安全码|动态码"
+    r"|提取码|授权码|(?:取件|取货|提货|开箱|开门|开锁|解锁|门禁|通行)码|助记词|PIN\s*码?|CVV2?\s*码?|CVC\s*码?"
+    r"|卡?背面的?那?[三3]位数?字?)"
 )
 _EN_CREDENTIAL = (
     r"(?:\bpass(?:word|code|phrase|key)s?\b|\bpasswd\b|\bpwd\b|\bpw\b|\bpins?\b(?:\s+(?:codes?|numbers?)\b)?"
@@ -29,7 +30,7 @@ _EN_CREDENTIAL = (
     r"|vault|locker|padlock|suitcase|briefcase"
     r"|buzzer|intercom|(?:door|gate|entry)\s+(?:buzzer|intercom|lock|keypad)"
     r"|recovery|backup|auth(?:entication)?)\s+codes?\b"
-    r"|\b(?:seed|recovery|mnemonic)\s+(?:phrase|words)\b|\b(?:secret|security)\s+(?:question\s+)?answer\b"
+    r"|\b(?:seed|recovery|mnemonic)\s+(?:phrase|words)\b|\b(?:wallet|bip-?39)\s+seed\b|\b(?:secret|security)\s+(?:question\s+)?answer\b"
     r"|\banswer\s+to\s+(?:my|the|his|her|our)\s+security\s+question\b(?:\s+['\"“‘][^'\"”’]{1,30}['\"”’])?"
     r"|\bcombination\b)"
 )
@@ -93,8 +94,10 @@ _ZH_SETS = r"(?:叫做?|是|为|(?:改|换|设|定|变)成了?|(?:改|设|定)�
 # "… is X", "…: X", "密码是 X", "set … to X", "口令改成了 X", and a value written right after the word.
 _ASSIGN = re.compile(
     r"\s*(?:\b(?:for|of|to|on|at)\b\s+(?:[\w'’.-]+\s+){0,4}?)?"
+    r"(?:[-(,]\s*[^-(),\n]{1,30}?\s*[-),]\s*)?"  # an aside: "PIN - written backwards - is …"
     r"(?:就|都|也|还|仍然|依然|一直|现在|目前|已经|已|又|被)?\s*"
     r"(?:\b(?:is|was|has\s+been|have\s+been)\s+(?:now\s+)?(?:set|changed|reset|updated|switched)\s+to\b"
+    r"|\b(?:starts?|begins?|ends?)\s+with\b"
     r"|\b(?:is|was|are|were|will\s+be|has\s+been|have\s+been|became|becomes|remains|reads)\b"
     r"(?:\s+(?:now|still|just|simply|literally|actually|currently|always))?\s*(?:[:=]\s*)?"
     r"|[:=]\s*|\b(?:set|changed|reset|updated|switched)\s+to\b|\bto\b"
@@ -184,7 +187,7 @@ _ENDS_CLAUSE = re.compile(r"\s*(?:$|[,，。;；!！.\n]|\b(?:for|on|at|of|to|no
 # A value said later in the same sentence, after a comparison or an aside: "登录密码和 QQ 一样，都是 …",
 # "取款密码我设的是 …", "Wifi 密码记一下：…". There only a value that looks chosen counts.
 _LATER = re.compile(
-    rf"[^。.!！?？\n]{{0,40}}?(?:{_ZH_SETS}|:|=|\bis\b|输入?|\benter\b|\btype\b)\s*"
+    rf"[^。.!！?？\n]{{0,40}}?(?:{_ZH_SETS}|:|=|\bis\b|输入?|\benter\b|\btype\b)\s*(?:[^\s!-~。，]{{1,12}}\s*)?"
     r"(?P<value>(?=[!-~]*(?:\d[!-~]*[A-Za-z]|[A-Za-z][!-~]*\d|[!#$%&*@^~]))[!-~]{4,}|\d{3,}(?![\d.,%]))",
     re.I,
 )
@@ -253,6 +256,10 @@ def _forward(text: str) -> list[tuple[int, int]]:
             and _wanted(word, colon.group("value"), text[: m.start()])
         ):
             spans.append((colon.start("value"), colon.end("value")))
+            continue
+        later = _LATER.match(text, end)  # "一般是 8 位，这次是 40715523"
+        if later and not CREDENTIAL.search(text, end, later.start("value")):
+            spans.append((later.start("value"), later.end("value")))
     return spans
 
 
@@ -279,8 +286,14 @@ def _named_after(text: str) -> list[tuple[int, int]]:
 # What opens a lock or logs someone in is its credential, named or not: "log in with admin / Falcon#92",
 # "our Spotify login is fam / beats", "the padlock opens with 3-3-9", "拿 … 登录", "电子锁，开门数字是 0417".
 _LOGIN = re.compile(
-    r"\b(?:log(?:ging)?[\s-]?in|sign(?:ing)?[\s-]?in|login|credentials?)\b(?:\s+(?:is|are|with|using|as|:)|\s*[:=])\s*"
+    r"\b(?:log(?:s|ged|ging)?[\s-]?(?:in(?:to)?|on)|sign(?:s|ed|ing)?[\s-]?in(?:to)?|login|credentials?)\b"
+    r"(?:\s+(?:[\w'’.-]+\s+){0,4}?(?:is|are|with|using|as)|\s*[:=])\s*"
     r"(?P<value>[^\s,;]+\s*[/:|]\s*[^\s,;]+|(?=\S*[A-Za-z])(?=\S*\d)[^\s,;]{4,})",
+    re.I,
+)
+_USED_FOR_LOCK = re.compile(
+    r"\b(?:use[sd]?|using|chose|picked)\s+(?P<value>\d(?:[\s-]?\d){2,11})\s+(?:for|on|as)\s+(?:[\w'’-]+\s+){0,4}?"
+    r"(?:garage|gate|door|lock|safe|alarm|locker|padlock|keypad|vault)s?\b",
     re.I,
 )
 _OPENS_WITH = re.compile(
@@ -323,7 +336,7 @@ _CONNECTS = re.compile(r"wi-?fi|连接?|登录|登陆|解锁|开门|\blog\s*in|\
 def _access(text: str) -> list[tuple[int, int]]:
     """Spans that say what logs someone in or opens a lock."""
     spans = []
-    for pattern in (_LOGIN, _OPENS_WITH, _ZH_LOGS_IN, _EN_LOGS_IN, _LOCKED, _DIAL):
+    for pattern in (_LOGIN, _OPENS_WITH, _USED_FOR_LOCK, _ZH_LOGS_IN, _EN_LOGS_IN, _LOCKED, _DIAL):
         for m in pattern.finditer(text):
             if _NEGATED.search(text[max(0, m.start() - 12) : m.start()]):
                 continue

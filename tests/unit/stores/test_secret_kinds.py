@@ -82,6 +82,14 @@ from stores.memory.rules import apply_operations, content_problem
         ("the vault code is 3 1 4 1 5 9", "password"),
         ("the Wi-Fi key for the guest network is visitor2024", "password"),
         ("my answer to the security question 'first pet' is Biscuit", "password"),
+        ("快递柜的开箱码一般是 8 位，这次是 40715523", "password"),
+        ("一卡通背面三位数：叁柒玖", "password"),
+        ("QQ 密码一直没改过，还是九七年注册时的 qq970101", "password"),
+        ("密码提示问题答案是“外婆家”", "password"),
+        ("he logs into the pharmacy portal as jdoe1970 with Aspirin2day", "password"),
+        ("the wallet seed starts with 'orbit lemon velvet'", "password"),
+        ("we use 0420 for both the garage and the front gate", "password"),
+        ("the PIN — written backwards — is 2-7-4-1", "password"),
     ],
 )
 def test_each_kind_is_found(text: str, kind: str) -> None:
@@ -134,6 +142,9 @@ def test_each_kind_is_found(text: str, kind: str) -> None:
         "I use 2 fingers to unlock the trackpad",
         "the lock 2019 model",
         "The user uses Face ID to unlock the phone",
+        "I logged into the portal with my work account",
+        "PIN, as you know, is private",
+        "密码一般是 8 位，也可以更长",
     ],
 )
 def test_look_alikes_are_not_secrets(text: str) -> None:
