@@ -105,7 +105,9 @@ _ASSIGN = re.compile(
     re.I,
 )
 # A value right after the word: "支付密码 551234", "PIN 1234", "验证码 482913", 暗号“长江长江我是黄河”.
-_RIGHT_AFTER = re.compile(r"\s*(?=[^\s\w]?[!-~]*\d|[\"“「『][^\"”」』]{1,40}[\"”」』])")
+_RIGHT_AFTER = re.compile(
+    r"\s*(?=[^\s\w]?[!-~]*\d|[\"“「『][^\"”」』]{1,40}[\"”」』])|\s+(?=['‘][^'’\s][^'’]{0,38}['’](?!\w))"
+)
 _EN_USE = re.compile(
     rf"\b(?:(?:use[sd]?|using|chose|choose|picked|pick)\s+(?P<value>(?:[^.;?\n]|[.?](?=\S)){{1,60}}?)\s+(?:as|for)"
     rf"|(?:set|made|make|have|has|had)\s+(?P<had>[^.;!?\n]{{1,60}}?)\s+as)\s+(?:{_DETERMINER}\s+)?(?:[\w-]+\s+){{0,2}}?(?P<word>{_EN_CREDENTIAL})",
@@ -205,7 +207,7 @@ _PERSONAL = (
     r"|anniversary|licen[cs]e\s+plate|zip\s+code|last\s+(?:four|six|4|6)\s+digits"
 )
 _DERIVED = re.compile(
-    rf"\s*(?:跟|和|与|同)(?P<source>[^，。,;；!！?？\n]{{1,20}}?(?:{_PERSONAL})[^，。,;；!！?？\n]{{0,8}}?)(?:一样|相同|一致)"
+    rf"\s*[,，]?\s*(?:跟|和|与|同)(?P<source>[^，。,;；!！?？\n]{{1,20}}?(?:{_PERSONAL})[^，。,;；!！?？\n]{{0,8}}?)(?:一样|相同|一致)"
     rf"|\s*(?:is|was)\s+the\s+same\s+as\s+(?P<en>[^,.;!?\n]{{0,30}}?(?:{_PERSONAL})[^,.;!?\n]{{0,20}})",
     re.I,
 )
@@ -323,14 +325,19 @@ _LOCKED = re.compile(
 # A combination written as a lock's dial reads it, near the lock: "the padlock at 19-27-3".
 _DIAL = re.compile(
     r"(?:锁|保险箱|保险柜|密码箱|\bpadlock|\blocker|\bsafe\b|\block\b)[^。.!！?？\n]{0,30}?"
-    r"(?<![\d-])(?P<value>\d{1,2}(?:\s*-\s*\d{1,2}){2,3})(?![\d-])",
+    r"(?<![\d-])(?P<value>\d{1,2}(?:\s*-\s*\d{1,2}){2,3}"
+    r"|(?:\d{1,2}\s*(?:left|right|clockwise|counter-?clockwise|向?[左右])\W{0,3}){3,4})(?![\d-])",
     re.I,
 )
 _ENTERED = re.compile(
-    r"(?:输入?|键入|\benter(?:ed)?\b|\btyped?\b)\s*(?P<value>(?=\S*[A-Za-z])(?=\S*\d)[!-~]{4,}|\d{4,})(?![\d.%])",
+    r"(?:输入?|键入|\benter(?:ed)?\b|\btyped?\b)(?:[^\n，。,.;]{0,12}?(?:是|为|:|\bis\b))?\s*"
+    r"(?P<value>(?=\S*[A-Za-z])(?=\S*\d)[!-~]{4,}|\d(?:[\s-]?\d){3,})(?![\d.%])",
     re.I,
 )
-_CONNECTS = re.compile(r"wi-?fi|连接?|登录|登陆|解锁|开门|\blog\s*in|\bsign\s*in|\bunlock|\bconnect", re.I)
+_CONNECTS = re.compile(
+    r"wi-?fi|连接?|登录|登陆|解锁|开门|取现|取款|付款|支付|\blog\s*in|\bsign\s*in|\bunlock|\bconnect|\bwithdraw|\bpay",
+    re.I,
+)
 
 
 def _access(text: str) -> list[tuple[int, int]]:

@@ -90,6 +90,11 @@ from stores.memory.rules import apply_operations, content_problem
         ("the wallet seed starts with 'orbit lemon velvet'", "password"),
         ("we use 0420 for both the garage and the front gate", "password"),
         ("the PIN — written backwards — is 2-7-4-1", "password"),
+        ("银行卡取现要输的六位数是 520 131", "password"),
+        ("花呗支付密码，和他手机尾号一样", "password"),
+        ("the safe opens when you dial 36 left, 12 right, 48 left", "password"),
+        ("they gave the alarm company the passcode 'bluebird'", "password"),
+        ("my driver license number is D1234-56789-01234", "id_card"),
     ],
 )
 def test_each_kind_is_found(text: str, kind: str) -> None:
@@ -145,6 +150,9 @@ def test_each_kind_is_found(text: str, kind: str) -> None:
         "I logged into the portal with my work account",
         "PIN, as you know, is private",
         "密码一般是 8 位，也可以更长",
+        "the password's length isn't the user's problem",
+        "I entered the year 1999 in the form",
+        "my driver license expires 2026",
     ],
 )
 def test_look_alikes_are_not_secrets(text: str) -> None:
