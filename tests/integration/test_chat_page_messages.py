@@ -120,6 +120,47 @@ def test_an_answer_in_markdown_shows_code_a_table_and_only_safe_links(tab: Page)
     assert tab.errors() == [], tab.console
 
 
+HOSTILE_MARKDOWN = [
+    "<script>alert(1)</script>",
+    "<img src=x onerror=alert(1)>",
+    "<iframe src=javascript:alert(1)></iframe>",
+    "[a](javascript:alert(1)) [b](JaVaScRiPt:alert(1)) [c](data:text/html,<script>alert(1)</script>)",
+    "[d](vbscript:msgbox(1)) [e](  javascript:alert(1)) [f](java&#x09;script:alert(1))",
+    "![x](https://example.com/x.png) ![y](javascript:alert(1))",
+    "<a href=\"javascript:alert(1)\">g</a> <svg onload=alert(1)></svg> <style>*{}</style>",
+    "```html\n<script>alert(1)</script>\n```",
+    "| a | b |\n|---|---|\n| <img src=x onerror=alert(1)> | [h](javascript:alert(1)) |",
+    "[i][ref]\n\n[ref]: javascript:alert(1)",
+    "<https://example.com/ok> and <javascript:alert(1)>",
+]
+
+
+def test_hostile_markdown_renders_to_nothing_that_runs(tab: Page) -> None:
+    page = tab.sign_in("tok-alice")
+    found = page.evaluate(
+        """async (inputs) => {
+             const { renderMarkdown } = await import("/ui/static/markdown.js");
+             const box = document.createElement("div");
+             for (const text of inputs) box.append(renderMarkdown(text));
+             document.getElementById("log").append(box);
+             await new Promise((done) => setTimeout(done, 300));  // an onerror, were it live, has fired
+             const attributes = [...box.querySelectorAll("*")].flatMap((e) => [...e.attributes].map((a) => a.name));
+             return {
+               tags: [...new Set([...box.querySelectorAll("*")].map((e) => e.tagName.toLowerCase()))],
+               attributes: [...new Set(attributes)],
+               hrefs: [...box.querySelectorAll("[href]")].map((a) => a.getAttribute("href")),
+               text: box.textContent,
+             };
+           }""",
+        HOSTILE_MARKDOWN,
+    )
+    assert not {"script", "img", "iframe", "svg", "style", "object", "embed", "form"} & set(found["tags"]), found
+    assert not [name for name in found["attributes"] if name.startswith("on") or name in ("style", "src")], found
+    assert found["hrefs"] and all(h.startswith(("https://", "mailto:")) for h in found["hrefs"]), found["hrefs"]
+    assert "<script>alert(1)</script>" in found["text"]  # shown as what it is
+    assert tab.dialogs == [] and tab.errors() == [], tab.console
+
+
 def test_sources_are_numbered_under_the_answer_with_title_heading_and_passage(tab: Page) -> None:
     page = tab.sign_in("tok-alice")
     tab.ask("Show me the policy in markdown")
