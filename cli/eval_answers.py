@@ -46,9 +46,8 @@ def answer_checks(ctx: Settings, kb: Any, queries: list[EvalQuery]) -> dict[str,
     """Run every question through the agent and score its answer; the figures ``eval --answers`` prints."""
     quiet = ctx.replace(long_term_memory=False, checkpoint_prune=False)
     graph = build_graph(InMemorySaver(), memory=None, settings=quiet)
-    judge = get_chat_model(ctx)
-    if not follows_instructions(judge):
-        judge = None
+    model = get_chat_model(ctx)
+    judge = model if follows_instructions(model) else None
     good = total = cited = 0
     scores: list[float] = []
     rows = []

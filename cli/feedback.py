@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 import typer
 from rich.table import Table
 
@@ -9,6 +11,18 @@ from cli.terminal import Terminal, json_text, shown, shown_name
 
 feedback_app = typer.Typer(help="What users said about answers.", no_args_is_help=True)
 out = Terminal()
+
+
+class BadAnswer(TypedDict):
+    """One answer rated bad, as the report prints it (and its JSON holds it)."""
+
+    id: int
+    at: str
+    user: str
+    thread: str | None
+    question: str | None
+    passages: list[str]
+    reason: str | None
 
 
 @feedback_app.command("report")
@@ -23,7 +37,7 @@ def report(
     store = feedback_store(ctx)
     bad = store.list(rating="bad", limit=limit)
     penalised = store.bad_citations(ctx.feedback_min_bad, ctx.feedback_min_users)
-    rows = [
+    rows: list[BadAnswer] = [
         {
             "id": r.id,
             "at": r.created_at,

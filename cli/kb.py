@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
@@ -19,7 +19,7 @@ out = Terminal()
 err = Terminal(stderr=True)
 
 
-def _fail(message: str, code: int = 1) -> None:
+def _fail(message: str, code: int = 1) -> NoReturn:
     err.print(f"[red]error:[/red] {shown(message)}", soft_wrap=True)
     raise typer.Exit(code)
 
@@ -170,7 +170,7 @@ def repair(as_json: bool = typer.Option(False, "--json", help="Print the report 
     """Make Chroma, BM25 and the manifest agree (after a killed ingest): report and fix the differences,
     and give the space of removed chunks back to the disk."""
     kb = open_knowledge_base(settings())
-    empty = {"stray_chunks": 0, "missing_chunks": 0, "forgotten": [], "bytes_reclaimed": 0}
+    empty: dict[str, Any] = {"stray_chunks": 0, "missing_chunks": 0, "forgotten": [], "bytes_reclaimed": 0}
     report = kb.repair_report(reclaim=True) if kb is not None else empty
     if as_json:
         typer.echo(json_text(report))

@@ -314,15 +314,16 @@ def _eval_reranker(ctx: Settings, calls: list[int]) -> Any:
     from models import get_chat_model
     from models.rerank import RerankerSettingError, reranker_from_setting
 
+    missing = "mode hybrid+rerank needs a reranker: set KB_AGENT_RERANKER=llm or the URL of a /rerank endpoint"
     if not ctx.reranker:
-        _fail(
-            "mode hybrid+rerank needs a reranker: set KB_AGENT_RERANKER=llm or the URL of a /rerank endpoint",
-            2,
-        )
+        _fail(missing, 2)
     try:
-        inner = reranker_from_setting(ctx.reranker, get_chat_model(ctx), api_key=ctx.api_key)
+        configured = reranker_from_setting(ctx.reranker, get_chat_model(ctx), api_key=ctx.api_key)
     except RerankerSettingError as exc:
         _fail(str(exc), 2)
+    if configured is None:  # set, but to "none" or "off"
+        _fail(missing, 2)
+    inner = configured  # a Reranker, also inside the class below
 
     class Counting:
         def rerank(self, query: str, passages: Any, top_k: int) -> Any:

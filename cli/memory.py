@@ -10,7 +10,7 @@ one line on stderr with the rule that refused it, and exit code 1.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 from rich.table import Column, Table
@@ -32,7 +32,7 @@ UserOption = typer.Option(None, "--user", "-u", help="Whose memories (default: K
 JsonOption = typer.Option(False, "--json", help="Print JSON.")
 
 
-def _fail(message: str, code: int = 1) -> None:
+def _fail(message: str, code: int = 1) -> NoReturn:
     err.print(f"[red]error:[/red] {shown(message)}", soft_wrap=True)
     raise typer.Exit(code)
 
