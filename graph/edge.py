@@ -13,7 +13,9 @@ payload but not every request's body, so what must hold for any request is check
 - ``/metrics`` and the API docs need a valid token unless the operator opened them (``open_routes``);
 - with tokens, each caller has a request rate and a number of runs in flight, queued beyond
   (``graph.limits``);
-- ``/ui`` is the chat page (``graph.ui``), served here so both runtimes have it on the API's own origin.
+- ``/ui`` is the chat page (``graph.ui``), served here so both runtimes have it on the API's own origin;
+- only the routes under ``KNOWN_ROOTS`` are forwarded: anything else a runtime serves (langgraph dev's
+  ``/internal/…`` debug and truncate routes, ``/deploy``) is a 404 for every caller.
 """
 
 from __future__ import annotations
@@ -41,6 +43,12 @@ THREADS = re.compile(r"/threads/?")
 EVENT_PROTOCOL = re.compile(r"/threads/[^/]+/(?:commands|stream/events)/?")
 RUN_CREATE = re.compile(r"/(?:threads/[^/]+/)?runs(?:/(?P<kind>wait|stream|batch))?/?")
 HEALTH = ("/ok", "/health", "/info")
+# The first segment of every route the edge forwards: the LangGraph API both runtimes share (what the SDK,
+# Studio and the chat page call), health and metadata, the API docs, the chat page. Anything else a
+# runtime serves (langgraph dev's /internal/… and /deploy, /mcp, /a2a, profilers) is not ours to expose.
+KNOWN_ROOTS = frozenset(
+    {"", "assistants", "threads", "runs", "store", "ok", "health", "info", "metrics", "docs", "redoc", "openapi.json", "ui"}
+)
 UI = re.compile(r"/ui(?:/.*)?")
 UPLOAD = "/ui/api/documents"
 BODY_METHODS = ("POST", "PUT", "PATCH")
@@ -170,8 +178,11 @@ class Edge:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
-        if scope["type"] == "websocket" and EVENT_PROTOCOL.fullmatch(path):
+        if scope["type"] == "websocket" and (EVENT_PROTOCOL.fullmatch(path) or not known_route(path)):
             await send({"type": "websocket.close", "code": 1008, "reason": "closed: use /threads/{id}/runs"})
+            return
+        if scope["type"] == "http" and not known_route(path):
+            await _answer(send, 404, "Not Found")  # deny by default: only the routes the edge knows go on
             return
         if scope["type"] != "http":
             await self.app(scope, receive, send)
@@ -299,6 +310,11 @@ class Edge:
         is not found or not theirs: the route itself answers that)."""
         status, thread = await self._ask(_forwarded(scope), f"/threads/{thread_id}")
         return status == 200 and isinstance(thread, dict) and thread.get("status") == "interrupted"
+
+
+def known_route(path: str) -> bool:
+    """Whether ``path`` is under one of the roots the edge forwards (``KNOWN_ROOTS``)."""
+    return path.lstrip("/").split("/", 1)[0] in KNOWN_ROOTS
 
 
 def has_edge(app: Any) -> bool:

@@ -380,6 +380,26 @@ def test_threads_are_owned_on_the_server(server: Server) -> None:
         bob.close()
 
 
+def test_the_runtimes_own_routes_are_404_for_everyone(server: Server) -> None:
+    """langgraph dev also serves /internal/debug/thread/{id} (any thread, raw), /internal/truncate (wipes
+    every thread) and /deploy: the edge forwards only the API's routes."""
+    alice = get_sync_client(url=server.url, timeout=60.0, headers={"x-kb-user": "alice"})
+    try:
+        thread_id = alice.threads.create()["thread_id"]
+        for headers in ({}, {"x-kb-user": "alice"}):
+            for method, path in (
+                ("GET", f"/internal/debug/thread/{thread_id}"),
+                ("POST", "/internal/truncate"),
+                ("GET", "/deploy"),
+                ("POST", "/deploy"),
+            ):
+                response = httpx.request(method, f"{server.url}{path}", headers=headers, json={}, timeout=30)
+                assert response.status_code == 404, (method, path, response.status_code, response.text[:200])
+        assert alice.threads.get(thread_id)["thread_id"] == thread_id  # nothing was truncated
+    finally:
+        alice.close()
+
+
 def test_no_request_above_made_a_blocking_call_on_the_event_loop(server: Server) -> None:
     caught = [line for line in server.log.read_text("utf-8", "replace").splitlines() if "BlockingError" in line]
     assert caught == [], "\n".join(caught)

@@ -138,6 +138,35 @@ def test_the_event_protocol_routes_are_closed(inner: Inner) -> None:
     assert inner.bodies == []
 
 
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("GET", "/internal/debug/thread/t"),
+        ("POST", "/internal/truncate"),
+        ("GET", "/deploy"),
+        ("POST", "/deploy"),
+        ("GET", "/deploy/x/stream"),
+        ("POST", "/mcp"),
+        ("GET", "/a2a/agent"),
+        ("GET", "/profile"),
+        ("GET", "/threadsX"),
+        ("GET", "/%2e%2e/internal/truncate"),
+    ],
+)
+def test_a_route_the_edge_does_not_know_is_404_for_every_caller(inner: Inner, method: str, path: str) -> None:
+    """Deny by default: a runtime's own debug, truncate and deploy routes never reach it."""
+    for headers in ({}, TOKEN):
+        response = _call(inner, method, path, headers=headers, json={})
+        assert response.status_code == 404, (path, response.text)
+    assert inner.bodies == []
+
+
+@pytest.mark.parametrize("path", ["/", "/ok", "/info", "/assistants/search", "/runs/crons/search", "/store/items"])
+def test_the_api_routes_still_reach_the_runtime(inner: Inner, path: str) -> None:
+    assert _call(inner, "POST", path, json={}, headers=TOKEN).status_code == 200
+    assert inner.bodies and inner.bodies[-1][0] == path
+
+
 @pytest.mark.parametrize("path", ["/metrics", "/docs", "/openapi.json", "/redoc"])
 def test_server_pages_need_a_token_unless_opened(
     inner: Inner, monkeypatch: pytest.MonkeyPatch, path: str
