@@ -23,6 +23,7 @@ _VALUE = r"\s*(?:number|no\.?|号码?|#)?\s*(?:是|为|:|=|is|was)?\s*"
 _ID_WORD = (
     r"身份证|证件号|护照|社保号|社会保险号|\bpassport|\bssn\b|social\s+security|\bsin\b|social\s+insurance"
     r"|\bni(?:no)?\b|national\s+insurance|\btfn\b|tax\s+file\s+number|driver'?s?\s+licen[cs]e|驾驶证|驾照"
+    r"|通行证|居住证|居留证|军官证|\bgreen\s+card|residence\s+permit"
 )
 _KEY_WORD = (
     r"(?:api[\s_-]?key|secret(?:[\s_-]?(?:access[\s_-]?)?key)?|client[\s_-]?secret|app[\s_-]?secret|(?:auth|access"

@@ -21,7 +21,7 @@ _ZH_CREDENTIAL = (
 )
 _EN_CREDENTIAL = (
     r"(?:\bpass(?:word|code|phrase|key)s?\b|\bpasswd\b|\bpwd\b|\bpw\b|\bpins?\b(?:\s+(?:codes?|numbers?)\b)?"
-    r"|\b(?:wi-?fi|wlan|wpa2?|wireless|network)\s+keys?\b"
+    r"|\b(?:wi-?fi|wlan|wpa2?|wireless|network)\s+keys?\b|\bkey\b"
     r"|\bcvv2?\b|\bcvc2?\b|\bcsc\b|\bcvn\b|\bcid\b|\bcard\s+verification\s+(?:value|code)\b|\bsecurity\s+code\b"
     r"|\bverification\s+code\b|\botp\b"
     r"|\bone[\s-]time\s+(?:code|pass(?:word|code))\b"
@@ -172,6 +172,8 @@ def _wanted(word: str, value: str, before: str) -> bool:
     bare = word.strip().lower()
     if bare in {"pin", "pins"} and word.strip() not in {"PIN", "PINs"}:
         return bool(re.search(r"\d", value))
+    if bare == "key":  # "the key" is a network's only where the sentence is about one
+        return bool(re.search(r"wi-?fi|wlan|wireless|network|router|hotspot|热点|无线", before[-60:], re.I))
     if bare == "cid":  # Amex's card code beside a card; "cid" alone is also a caller or case id
         near_card = re.search(r"amex|american\s+express|card|卡", before[-40:], re.I)
         return bool(near_card and re.fullmatch(r"\D{0,12}\d{3,4}\D{0,40}", value))
@@ -199,7 +201,7 @@ _COLON = re.compile(r"[^。.!！?？\n:]{0,60}:\s*(?P<value>[^\s,，。;；]+)")
 _NEGATED = re.compile(r"(?:别|不要|不能|不可|不|勿|\bnever|\bdon'?t|\bdo\s+not|\bnot)\s*$", re.I)
 
 
-_ANSWERED = re.compile(r"\s*[?？]\s*(?:it'?s|it\s+is|that'?s|是|就是)\s*", re.I)
+_ANSWERED = re.compile(r"\s*[?？]\s*(?:(?:it'?s|it\s+is|that'?s|是|就是)\s*|(?=\d(?:[\s-]?\d){2,}))", re.I)
 # Personal data a credential is made from: naming it gives the credential away.
 _PERSONAL = (
     r"生日|出生|学号|工号|手机号|电话|身份证|车牌|门牌|名字|姓名|拼音|纪念日|结婚|卡号|尾号|后[四六八]位|前[四六八]位"
@@ -302,6 +304,11 @@ _OPENS_WITH = re.compile(
     r"\b(?:opens?|unlocks?|opened|unlocked)\s+(?:with|using|by\s+entering|by\s+typing)\s+(?P<value>\d[\d\s-]{1,12}\d)",
     re.I,
 )
+# A value then what it opens: "九个八就能连上", "1234 就能开门".
+_ZH_OPENS = re.compile(
+    r"(?<![\w.])(?P<value>\d{3,}|(?=[!-~]*[A-Za-z])(?=[!-~]*\d)[!-~]{4,})\s*(?:就|便|才)?(?:能|可以)?"
+    r"(?:连上|连接|登录|登上|解锁|打开|开门|进门|进去)"
+)
 _ZH_LOGS_IN = re.compile(
     r"(?:用|拿|以|输入)\s*(?P<value>[^,，。;；！?？\n]{1,20}?)\s*(?:来)?(?:登录|登陆|解锁|开门|开锁|开机|付款|支付)"
 )
@@ -335,7 +342,8 @@ _ENTERED = re.compile(
     re.I,
 )
 _CONNECTS = re.compile(
-    r"wi-?fi|连接?|登录|登陆|解锁|开门|取现|取款|付款|支付|\blog\s*in|\bsign\s*in|\bunlock|\bconnect|\bwithdraw|\bpay",
+    r"wi-?fi|连接?|登录|登陆|解锁|开门|进门|门禁|取现|取款|付款|支付|\blog\s*in|\bsign\s*in|\bunlock|\bconnect|\bwithdraw"
+    r"|\bpay|\bdoor|\bgate|\bopen(?:s|ed)?\b",
     re.I,
 )
 
@@ -343,7 +351,7 @@ _CONNECTS = re.compile(
 def _access(text: str) -> list[tuple[int, int]]:
     """Spans that say what logs someone in or opens a lock."""
     spans = []
-    for pattern in (_LOGIN, _OPENS_WITH, _USED_FOR_LOCK, _ZH_LOGS_IN, _EN_LOGS_IN, _LOCKED, _DIAL):
+    for pattern in (_LOGIN, _OPENS_WITH, _USED_FOR_LOCK, _ZH_OPENS, _ZH_LOGS_IN, _EN_LOGS_IN, _LOCKED, _DIAL):
         for m in pattern.finditer(text):
             if _NEGATED.search(text[max(0, m.start() - 12) : m.start()]):
                 continue

@@ -95,6 +95,11 @@ from stores.memory.rules import apply_operations, content_problem
         ("the safe opens when you dial 36 left, 12 right, 48 left", "password"),
         ("they gave the alarm company the passcode 'bluebird'", "password"),
         ("my driver license number is D1234-56789-01234", "id_card"),
+        ("家里的无线网，九个八就能连上", "password"),
+        ("港澳通行证号码 C12345678", "id_card"),
+        ("the Wi-Fi network is 'Hollis' and the key is winter-orchard-52", "password"),
+        ("I entered 7 3 1 9 at the door and it opened", "password"),
+        ("the home alarm code? 0 8 0 8", "password"),
     ],
 )
 def test_each_kind_is_found(text: str, kind: str) -> None:
@@ -153,6 +158,8 @@ def test_each_kind_is_found(text: str, kind: str) -> None:
         "the password's length isn't the user's problem",
         "I entered the year 1999 in the form",
         "my driver license expires 2026",
+        "the key is under the mat",
+        "2024 年就能进去",
     ],
 )
 def test_look_alikes_are_not_secrets(text: str) -> None:
