@@ -5,7 +5,8 @@ not because of its shape: "my password is sunshine", "支付密码就是我生�
 "pw: Tr0ub4dor&3". So a sentence is read for its grammar, in either order ("the PIN is …", "… is my PIN",
 "uses … as its password", "用 … 做密码"); what fills the value's place is a value unless it is one of the
 things people say *about* a credential without giving it: a question, a judgement ("too weak", "区分大小写的"),
-a length ("6 位数字"), a place ("on a sticky note"), a mask ("******").
+a length ("6 位数字"), a place ("on a sticky note"), a mask ("******"). What logs someone in or opens a lock
+is a credential too, named or not ("log in with admin / Falcon#92", "the padlock opens with 3-3-9").
 """
 
 from __future__ import annotations
@@ -168,7 +169,8 @@ def _is_value(value: str, *, zh: bool) -> bool:
 
 
 def _wanted(word: str, value: str, before: str) -> bool:
-    """A lower-case "pin" or a bare "combination" names a credential only beside digits or a lock."""
+    """Words with an everyday meaning name a credential only in context: a lower-case "pin" beside digits, a
+    bare "combination" beside a lock or digits, "key" in a sentence about a network, "cid" beside a card."""
     bare = word.strip().lower()
     if bare in {"pin", "pins"} and word.strip() not in {"PIN", "PINs"}:
         return bool(re.search(r"\d", value))
