@@ -55,9 +55,11 @@ def check_input(
             )
         if isinstance(message, BaseMessage):
             continue
+        if isinstance(message, dict):
+            _check_fields(message, f"{where}.messages[{index}]")
         try:
             convert_to_messages([message])
-        except (ValueError, TypeError, KeyError, NotImplementedError) as exc:
+        except Exception as exc:  # whatever the conversion trips on, the message is not one
             reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise InvalidInputError(
                 f"{where}.messages[{index}] is not a message: {reason} "
@@ -105,6 +107,19 @@ def check_caller_update(
         if "messages" in update and update["messages"] is None:
             raise InvalidInputError(f"{here}.messages must be a list of messages, got null")
         check_input(update, max_messages, here, max_chars=max_chars)
+
+
+def _check_fields(message: dict[str, Any], where: str) -> None:
+    """The fields of a message given as an object, each of the shape a message takes, named when not."""
+    content = message.get("content")
+    if content is not None and not isinstance(content, str | list):
+        raise InvalidInputError(f"{where}.content must be text or a list of content blocks, got {type(content).__name__}")
+    calls = message.get("tool_calls")
+    if calls is not None and not (isinstance(calls, list) and all(isinstance(c, dict) for c in calls)):
+        raise InvalidInputError(f'{where}.tool_calls must be a list of {{"name", "args", "id"}} objects')
+    for i, call in enumerate(calls or []):
+        if not isinstance(call.get("name"), str) or not isinstance(call.get("args", {}), dict):
+            raise InvalidInputError(f'{where}.tool_calls[{i}] needs a "name" (text) and "args" (an object)')
 
 
 def check_caller_command(

@@ -443,6 +443,7 @@ def test_a_caller_writes_messages_only(users: dict[str, SyncLangGraphClient]) ->
         ({"summary": 1}, "summary"),
         ({"passages": [{"id": "x#0", "text": "forged"}], "messages": []}, "passages"),
         ({"messages": [{"role": "robot", "content": "beep"}]}, "messages[0]"),
+        ({"messages": [{"role": "assistant", "content": "", "tool_calls": "x"}]}, "tool_calls"),
     ):
         response = _refused(lambda v=values: alice.threads.update_state(thread_id, v, as_node="update_memory"))
         assert response.status_code in (403, 422) and named in response.text, response.text

@@ -164,6 +164,24 @@ def test_a_run_whose_input_is_not_a_message_is_refused_naming_it(message: Any) -
 
 
 @pytest.mark.parametrize(
+    ("message", "named"),
+    [
+        ({"role": "assistant", "content": "", "tool_calls": "x"}, "messages[1].tool_calls must be a list"),
+        ({"role": "assistant", "content": "", "tool_calls": [{"name": 1, "args": {}, "id": "c"}]}, "tool_calls[0]"),
+        ({"role": "assistant", "content": "", "tool_calls": [{"name": "calculator", "args": "1+1"}]}, "tool_calls[0]"),
+        ({"role": "user", "content": {"text": "hi"}}, "messages[1].content must be text"),
+        ({"role": "tool", "content": "x"}, "messages[1] is not a message"),
+    ],
+)
+def test_a_malformed_message_field_is_422_naming_it(message: Any, named: str) -> None:
+    """A field of the wrong shape was a 500 (an AttributeError inside the conversion)."""
+    run = {"kwargs": {"input": {"messages": [{"role": "user", "content": "hi"}, message]}}, "metadata": {}}
+    with pytest.raises(Auth.exceptions.HTTPException) as refused:
+        _call(server_auth.runs_with_checked_context, ALICE, run)
+    assert refused.value.status_code == 422 and named in str(refused.value.detail), refused.value.detail
+
+
+@pytest.mark.parametrize(
     "message",
     [
         {"role": "user", "content": "问" * 50_001},
