@@ -15,7 +15,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from stores.text_analysis import ZH_STOP_WORDS, estimate_tokens, has_cjk, script_of, term_set, tokenize
@@ -67,7 +67,7 @@ def _function_chars(term: str, frame: frozenset[str]) -> bool:
     return has_cjk(term) and all(ch in ZH_STOP_WORDS or ch in frame for ch in term)
 
 
-def heading_terms(passage: dict[str, Any]) -> set[str]:
+def heading_terms(passage: Mapping[str, Any]) -> set[str]:
     """The terms of a passage's heading: document title, section and file name."""
     source = str(passage.get("source") or str(passage.get("id") or "").rsplit("#", 1)[0])
     stem = source.rsplit("/", 1)[-1].rsplit(".", 1)[0].replace("-", " ").replace("_", " ")
@@ -75,7 +75,7 @@ def heading_terms(passage: dict[str, Any]) -> set[str]:
     return set(tokenize(" ".join([*heads, stem])))
 
 
-def passage_words(passage: dict[str, Any]) -> str:
+def passage_words(passage: Mapping[str, Any]) -> str:
     """What a passage says for judging support: its heading (document title, section) and its text, as
     the keyword index reads it; the quote is taken from the text alone."""
     heads = [str(passage.get(key) or "") for key in ("heading", "title", "section")]
@@ -274,7 +274,7 @@ def relevance(question: str, text: str) -> float:
     return len(wanted & set(tokenize(text))) / len(wanted) if wanted else 0.0
 
 
-def answers_it(question: str, passage: dict[str, Any]) -> bool:
+def answers_it(question: str, passage: Mapping[str, Any]) -> bool:
     """Whether ``passage`` can be quoted as the answer: it holds most of the question's subject words, or
     all of them when it is in the other language (where only names and terms both scripts share can
     match: a word left unchecked is no support). Anything else the retriever ranked is only the closest
@@ -284,11 +284,11 @@ def answers_it(question: str, passage: dict[str, Any]) -> bool:
     return share >= (SUPPORT_SHARE if same_language else 1.0)
 
 
-def _quote(question: str, passage: dict[str, Any], **limits: int) -> str:
+def _quote(question: str, passage: Mapping[str, Any], **limits: int) -> str:
     return " ".join(best_sentences(question, str(passage.get("text", "")), **limits))
 
 
-def _language_note(question: str, passage: dict[str, Any], zh: bool) -> str:
+def _language_note(question: str, passage: Mapping[str, Any], zh: bool) -> str:
     """"（英文资料）" before a quote in the other language than the question's, quoted as it is."""
     theirs = script_of(str(passage.get("text", "")))
     if theirs == script_of(question):
@@ -298,7 +298,7 @@ def _language_note(question: str, passage: dict[str, Any], zh: bool) -> str:
     return "(in Chinese) " if theirs == "cjk" else "(in English) "
 
 
-def answer_from_passages(question: str, passages: Sequence[dict[str, Any]]) -> str:
+def answer_from_passages(question: str, passages: Sequence[Mapping[str, Any]]) -> str:
     """The answer from retrieved ``passages`` (best first), each quote with its citation.
 
     The best passage is quoted as the answer when :func:`answers_it`, with a second one if it adds
@@ -350,7 +350,7 @@ def summary_head(topic: str, count: int, zh: bool, *, about: bool = True) -> str
     return f"What {count} passage{'s say' if count != 1 else ' says'} about '{topic}':"
 
 
-def extractive_summary(topic: str, passages: Sequence[dict[str, Any]]) -> str:
+def extractive_summary(topic: str, passages: Sequence[Mapping[str, Any]]) -> str:
     """A bullet summary of ``passages`` about ``topic``: one or two quoted sentences each, cited."""
     zh = has_cjk(topic) or any(has_cjk(str(p.get("text", ""))) for p in passages[:1])
     head = summary_head(topic, len(passages), zh, about=any(answers_it(topic, p) for p in passages))

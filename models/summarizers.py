@@ -19,7 +19,7 @@ from models.summary import extractive_summary, has_sections
 from models.tokens import estimate_tokens
 
 # (old summary, folded messages, language, max tokens) -> the new summary, or None when unusable
-Summarizer = Callable[[str, list[BaseMessage], str, int], str | None]
+Summarizer = Callable[[str, Sequence[BaseMessage], str, int], str | None]
 
 _ROLE = {
     "zh": {"human": "用户", "ai": "助手", "tool": "工具结果", "call": "助手调用工具"},
@@ -45,7 +45,7 @@ def transcript(messages: Sequence[BaseMessage], lang: str) -> str:
     return "\n".join(lines)
 
 
-def offline_summarizer(old: str, messages: list[BaseMessage], lang: str, max_tokens: int) -> str:
+def offline_summarizer(old: str, messages: Sequence[BaseMessage], lang: str, max_tokens: int) -> str:
     return extractive_summary(old, messages, lang=lang, max_tokens=max_tokens)
 
 
@@ -71,17 +71,17 @@ class ModelSummarizer:
     model: BaseChatModel
     prompt: dict[str, str]
 
-    def _request(self, old: str, messages: list[BaseMessage], lang: str, max_tokens: int) -> list[BaseMessage]:
+    def _request(self, old: str, messages: Sequence[BaseMessage], lang: str, max_tokens: int) -> list[BaseMessage]:
         prompt = self.prompt[lang].format(
             target=int(max_tokens * 0.8), old=old or NONE[lang], transcript=transcript(messages, lang)
         )
         return [HumanMessage(prompt)]
 
-    def __call__(self, old: str, messages: list[BaseMessage], lang: str, max_tokens: int) -> str | None:
+    def __call__(self, old: str, messages: Sequence[BaseMessage], lang: str, max_tokens: int) -> str | None:
         reply = self.model.invoke(self._request(old, messages, lang, max_tokens), config=SUMMARY_RUN)
         return checked_summary(reply.text, max_tokens)
 
-    async def asummarize(self, old: str, messages: list[BaseMessage], lang: str, max_tokens: int) -> str | None:
+    async def asummarize(self, old: str, messages: Sequence[BaseMessage], lang: str, max_tokens: int) -> str | None:
         reply = await self.model.ainvoke(self._request(old, messages, lang, max_tokens), config=SUMMARY_RUN)
         return checked_summary(reply.text, max_tokens)
 
