@@ -28,6 +28,7 @@ from typing import Any
 
 from graph.auth import Unauthenticated, identify, refusal
 from graph.limits import Busy, CallerLimits, created_runs
+from graph.ui_http import SECURITY_HEADERS
 from nodes.settings import OPENABLE_ROUTES, Settings
 from nodes.state import InvalidInputError, check_caller_command, check_caller_update
 from nodes.tokens import tokens_configured
@@ -65,7 +66,23 @@ class Refused(Exception):
         self.retry_after = retry_after
 
 
+def secured(send: Send) -> Send:
+    """``send`` with the page's security headers added to the response's start, where it has not set them:
+    every answer of the chat page's origin carries them, its 404s, 405s, redirects and the edge's own."""
+
+    async def sending(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            headers = list(message.get("headers") or [])
+            present = {bytes(name).lower() for name, _ in headers}
+            headers += [(k.encode(), v.encode()) for k, v in SECURITY_HEADERS.items() if k.encode() not in present]
+            message = {**message, "headers": headers}
+        await send(message)
+
+    return sending
+
+
 async def _answer(send: Send, status: int, detail: str, retry_after: int | None = None) -> None:
+    send = secured(send)
     body = json.dumps({"detail": detail}, ensure_ascii=False).encode("utf-8")
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     if retry_after is not None:
@@ -195,7 +212,7 @@ class Edge:
             await _answer(send, refused.status, refused.detail, refused.retry_after)
             return
         if UI.fullmatch(path):
-            await self.ui(scope, receive, send)
+            await self.ui(scope, receive, secured(send))
             return
         if not slots or user is None:
             await self.app(scope, receive, send)

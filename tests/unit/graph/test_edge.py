@@ -193,3 +193,22 @@ def test_the_app_the_runtimes_load_carries_the_edge() -> None:
     from graph.edge import app, has_edge
 
     assert has_edge(app) and not has_edge(Starlette()) and not has_edge(object())
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status"),
+    [
+        ("GET", "/ui/no-such-file.js", 404),
+        ("DELETE", "/ui", 405),
+        ("GET", "/internal/truncate", 404),
+        ("POST", "/threads", 413),
+    ],
+)
+def test_every_answer_of_ours_carries_the_security_headers(
+    inner: Inner, monkeypatch: pytest.MonkeyPatch, method: str, path: str, status: int
+) -> None:
+    monkeypatch.setenv("KB_AGENT_MAX_BODY_BYTES", "100")
+    response = _call(inner, method, path, headers=TOKEN, content=b"x" * (200 if status == 413 else 0))
+    assert response.status_code == status, response.text
+    assert "default-src 'none'" in response.headers["content-security-policy"]
+    assert response.headers["x-content-type-options"] == "nosniff"
