@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
 from rich.table import Table
 
@@ -11,8 +13,11 @@ trash_app = typer.Typer(help="Deleted documents: list, restore, purge.", no_args
 out = Terminal()
 err = Terminal(stderr=True)
 
+if TYPE_CHECKING:
+    from stores.knowledge.knowledge_base import KnowledgeBase
 
-def _kb() -> object:
+
+def _kb() -> KnowledgeBase:
     from graph.services import open_knowledge_base
     from nodes.settings import Settings
 
@@ -26,7 +31,7 @@ def _kb() -> object:
 @trash_app.command("list")
 def list_trash(as_json: bool = typer.Option(False, "--json")) -> None:
     """Deleted documents that can still be restored, newest first."""
-    items = _kb().trash.items()  # type: ignore[attr-defined]
+    items = _kb().trash.items()
     if as_json:
         typer.echo(json_text([i.as_dict() for i in items]))
         return
@@ -45,7 +50,7 @@ def restore_document(trash_id: int = typer.Argument(..., help="The id `trash lis
     from stores.knowledge.trash import TrashError
 
     try:
-        record = _kb().restore(trash_id)  # type: ignore[attr-defined]
+        record = _kb().restore(trash_id)
     except TrashError as exc:
         err.print(f"[red]error:[/red] {shown(str(exc))}", soft_wrap=True)
         raise typer.Exit(2) from None
@@ -58,7 +63,7 @@ def purge(
     everything: bool = typer.Option(False, "--all", help="Empty the whole trash."),
 ) -> None:
     """Delete for good."""
-    removed = _kb().trash.purge(trash_id, everything=everything)  # type: ignore[attr-defined]
+    removed = _kb().trash.purge(trash_id, everything=everything)
     if trash_id is not None and not everything and not removed:
         err.print(f"[red]error:[/red] nothing in the trash has id {trash_id} (kb-agent trash list)", soft_wrap=True)
         raise typer.Exit(2)
