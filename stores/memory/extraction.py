@@ -260,14 +260,14 @@ class OfflineExtractor:
         sentence, question = _first_sentence(text)
         zh = _ZH_REMEMBER.match(sentence)
         en = _EN_REMEMBER.match(sentence)
-        if (zh or en) and not question:
-            body = (zh or en).group("body").strip()  # type: ignore[union-attr]
+        if (found := zh or en) and not question:
+            body = found.group("body").strip()
             memory_type, content = _third_person_zh(body) if zh else _third_person_en(body)
             op = _propose(text, memory_type, content, EXPLICIT_CONFIDENCE, request.existing_memories)
             return {"operations": [op]}
         zh, en = _ZH_PREFER.match(sentence), _EN_PREFER.match(sentence)
-        if (zh or en) and not question:
-            body = (zh or en).group("body").strip()  # type: ignore[union-attr]
+        if (found := zh or en) and not question:
+            body = found.group("body").strip()
             memory_type, content = _third_person_zh(body) if zh else _third_person_en(body)
             op = _propose(text, memory_type, content, PREFERENCE_CONFIDENCE, request.existing_memories)
             return {"operations": [op]}
