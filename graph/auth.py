@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hmac
 from typing import Any
+from urllib.parse import urlsplit
 
 from langgraph_sdk import Auth
 
@@ -167,6 +168,23 @@ def _check_run_input(value: Any, command: Any = None) -> None:
         raise refusal(exc) from None
 
 
+def _check_webhook(webhook: Any) -> None:
+    """A run's webhook makes the server call a URL the caller chose when the run ends: refused unless its
+    host is one the operator lists (``KB_AGENT_WEBHOOK_HOSTS``), whatever the runtime's own policy."""
+    if webhook in (None, ""):
+        return
+    allowed = Settings.current().webhook_host_list
+    host = urlsplit(webhook).hostname if isinstance(webhook, str) else None
+    if not allowed:
+        raise Auth.exceptions.HTTPException(
+            status_code=403, detail="webhook: this server calls no webhooks (the operator lists hosts in KB_AGENT_WEBHOOK_HOSTS)"
+        )
+    if host is None or host.lower() not in allowed or urlsplit(webhook).scheme not in ("https", "http"):
+        raise Auth.exceptions.HTTPException(
+            status_code=403, detail=f"webhook: {str(host)[:100]!r} is not a host this server calls ({', '.join(allowed)})"
+        )
+
+
 # Keys the server itself puts in a run's configurable before the handlers see it.
 _SERVER_KEYS = (
     "langgraph_",
@@ -202,6 +220,7 @@ async def runs_with_checked_context(ctx: Auth.types.AuthContext, value: Any) -> 
     kwargs = value.get("kwargs") if isinstance(value.get("kwargs"), dict) else value
     _check_run_payload(ctx, kwargs.get("context"), _caller_configurable(kwargs))
     _check_run_input(kwargs.get("input"), kwargs.get("command"))
+    _check_webhook(kwargs.get("webhook"))
     return _stamp_and_filter(ctx, value)
 
 
@@ -218,6 +237,7 @@ async def crons_of_their_owner(ctx: Auth.types.AuthContext, value: Any) -> dict[
     if isinstance(payload, dict):
         _check_run_payload(ctx, payload.get("context"), _caller_configurable(payload))
         _check_run_input(payload.get("input"), payload.get("command"))
+        _check_webhook(payload.get("webhook") or (value.get("webhook") if isinstance(value, dict) else None))
     return _stamp_and_filter(ctx, value)
 
 

@@ -415,6 +415,10 @@ class Settings(BaseSettings):
         SERVER, '',
         "Server pages anyone may read without a token, comma-separated, from /metrics, /docs, /redoc, /openapi.json (empty: all need one).",
     )
+    webhook_hosts: str = _setting(
+        SERVER, '',
+        "Hosts a run's webhook may call, comma-separated (e.g. hooks.example.com); empty: runs with a webhook are refused.",
+    )
 
     def __init__(self, **values: Any) -> None:
         seen: dict[str, set[str]] = {}
@@ -576,6 +580,11 @@ class Settings(BaseSettings):
     def open_route_list(self) -> tuple[str, ...]:
         """The server pages the operator opened to callers without a token."""
         return tuple(r.strip() for r in self.open_routes.split(",") if r.strip())
+
+    @property
+    def webhook_host_list(self) -> tuple[str, ...]:
+        """The hosts the operator lets runs' webhooks call (lower case)."""
+        return tuple(h.strip().lower() for h in self.webhook_hosts.split(",") if h.strip())
 
     @property
     def group_list(self) -> tuple[str, ...]:

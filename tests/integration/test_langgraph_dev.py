@@ -396,6 +396,12 @@ def test_the_runtimes_own_routes_are_404_for_everyone(server: Server) -> None:
                 response = httpx.request(method, f"{server.url}{path}", headers=headers, json={}, timeout=30)
                 assert response.status_code == 404, (method, path, response.status_code, response.text[:200])
         assert alice.threads.get(thread_id)["thread_id"] == thread_id  # nothing was truncated
+        for hook in ("http://169.254.169.254/latest/meta-data", "https://93.184.216.34/hook", "https://example.org/hook"):
+            with pytest.raises(httpx.HTTPStatusError) as refused:  # no webhook hosts listed: none are called
+                alice.runs.create(thread_id, GRAPH_ID, input={"messages": [{"role": "user", "content": "hi"}]}, webhook=hook)
+            response = refused.value.response  # the runtime refuses private ranges itself (422), we the rest
+            assert response.status_code in (403, 422) and "webhook" in response.text.lower(), response.text
+        assert alice.runs.list(thread_id) == []
     finally:
         alice.close()
 

@@ -250,3 +250,20 @@ def test_store_items_live_under_their_owner() -> None:
     assert _call(server_auth.store_items_of_their_owner, bob, {"namespace": ("bob", "notes")}) is None
     assert _status(server_auth.store_items_of_their_owner, bob, {"namespace": ("alice", "notes")}) == 403
     assert _status(server_auth.store_items_of_their_owner, bob, {"namespace": ()}) == 403
+
+
+@pytest.mark.parametrize(
+    "webhook",
+    ["http://169.254.169.254/latest/meta-data", "http://127.0.0.1:5432/", "https://example.org/hook", "/internal/truncate", 42],
+)
+def test_a_runs_webhook_is_refused_unless_the_operator_lists_its_host(
+    webhook: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = {"kwargs": {"input": None, "webhook": webhook}, "metadata": {}}
+    assert _status(server_auth.runs_with_checked_context, ALICE, run) == 403
+    cron = {"payload": {"input": None, "webhook": webhook}, "metadata": {}}
+    assert _status(server_auth.crons_of_their_owner, Ctx(User("alice"), [TOKEN_MARK], "crons", "create"), cron) == 403
+    monkeypatch.setenv("KB_AGENT_WEBHOOK_HOSTS", "hooks.example.com")
+    assert _status(server_auth.runs_with_checked_context, ALICE, run) == 403  # still not a listed host
+    listed = {"kwargs": {"input": None, "webhook": "https://hooks.example.com/kb"}, "metadata": {}}
+    assert _call(server_auth.runs_with_checked_context, ALICE, listed) == {"owner": "alice"}
