@@ -25,7 +25,6 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
     AnyMessage,
-    BaseMessage,
     HumanMessage,
     RemoveMessage,
     SystemMessage,
