@@ -235,6 +235,8 @@ def chat(
         with _agent(user, offline=offline) as agent:
             model = agent.context.model_name
             out.print(f"[dim]kb-agent · model {model} · thread {thread} · {CHAT_HELP}[/dim]")
+            if agent.context.uses_offline_model:  # the operator's hint; the model's own replies name no setting
+                out.print("[dim]offline demo model: KB_AGENT_BASE_URL, KB_AGENT_API_KEY and KB_AGENT_MODEL connect a real one[/dim]")
             _lenient_stdin()
             while True:
                 try:

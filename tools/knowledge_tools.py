@@ -84,7 +84,7 @@ def knowledge_tools(services: KnowledgeServices) -> list[ToolSpec]:
     def search_knowledge(query: str, top_k: int = 5, *, tool_context: ToolContext) -> str:
         kb = services.knowledge(tool_context.run_settings())
         if kb is None:
-            return "The knowledge base is empty: nothing has been ingested yet (kb-agent ingest PATH)."
+            return "The knowledge base is empty: nothing has been ingested yet."
         hits = _search(services, kb, query, tool_context, top_k)
         if not hits:
             return json.dumps(

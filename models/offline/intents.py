@@ -247,12 +247,12 @@ def capabilities_reply(question: str, tools: set[str]) -> str:
             "我是 kb-agent 的离线演示模型，没能理解这个请求；我只按规则处理固定类型的请求："
             + "、".join(item for item, _ in can)
             + f"。本轮可用的工具：{names}。"
-            "要处理开放的请求，请设置 KB_AGENT_BASE_URL / KB_AGENT_API_KEY / KB_AGENT_MODEL 接入真实模型。"
+            "开放的请求需要语言模型，可由本服务的管理员接入。"
         )
     return (
         "I am kb-agent's offline demo model and did not understand this request; I only handle fixed kinds "
         "of requests by rule: "
         + "; ".join(item for _, item in can)
         + f". Tools available this turn: {names}. "
-        "For open requests, set KB_AGENT_BASE_URL / KB_AGENT_API_KEY / KB_AGENT_MODEL to use a real model."
+        "Open requests need a language model, which whoever runs this service can connect."
     )

@@ -347,14 +347,14 @@ def _forget_reply(question: str, messages: Sequence[BaseMessage], zh: bool) -> s
     named = [by_id[op["target_id"]] for op in ops if op["action"] == "DELETE" and op["target_id"] in by_id]
     if not named:
         if zh:
-            return "我没有与此相符的记忆，所以没有可忘掉的内容（可用 /memories 查看我记住的全部）。"
+            return "我没有与此相符的记忆，所以没有可忘掉的内容（问我“你记得我什么”可以看到我记住的全部）。"
         return (
-            "I have no memory that matches that, so there is nothing to forget (see them all with /memories)."
+            "I have no memory that matches that, so there is nothing to forget (ask me what I remember about you to see them all)."
         )
     lines = "\n".join(f"- {m['content']} [{m['id']}]" for m in named)
     if zh:
-        return f"回答之后，我会按记忆规则忘掉：\n{lines}\n（可用 /memories 查看结果）"
-    return f"After this answer I will forget, under the memory rules:\n{lines}\n(check with /memories)"
+        return f"回答之后，我会按记忆规则忘掉：\n{lines}\n（之后问我“你记得我什么”可以查看）"
+    return f"After this answer I will forget, under the memory rules:\n{lines}\n(ask me what I remember about you to check)"
 
 
 def _no_memory_reply(zh: bool, forgetting: bool, content: str = "") -> str:
@@ -409,5 +409,5 @@ def memory_reply(
     if tools is not None and "remember" not in tools:
         return _no_memory_reply(zh, forgetting=False, content=op["content"])
     if zh:
-        return f"这条会在回答之后按记忆规则保存：{op['content']}（可用 /memories 查看结果）。"
-    return f"This will be saved under the memory rules after this answer: {op['content']} (check with /memories)."
+        return f"这条会在回答之后按记忆规则保存：{op['content']}（之后问我“你记得我什么”可以查看）。"
+    return f"This will be saved under the memory rules after this answer: {op['content']} (ask me what I remember about you to check)."

@@ -314,7 +314,8 @@ def test_capabilities_reply_lists_tools_in_the_question_language() -> None:
     assert "离线演示模型" in zh and "calculator, get_current_date" in zh
     en = intents.capabilities_reply("hi", ALL)
     assert en.startswith("I am kb-agent's offline demo model") and "calculator, get_current_date" in en
-    assert "KB_AGENT_MODEL" in zh and "KB_AGENT_MODEL" in en
+    assert "语言模型" in zh and "language model" in en
+    assert not any(word in text for text in (zh, en) for word in ("KB_AGENT", "kb-agent ask", "/memories"))  # shown to end users
 
 
 def test_capabilities_reply_without_tools() -> None:

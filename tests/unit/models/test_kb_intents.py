@@ -207,7 +207,7 @@ def test_a_search_hit_about_the_query_is_quoted_with_its_citation() -> None:
 def test_a_search_of_an_empty_knowledge_base_says_nothing_has_been_ingested() -> None:
     from models.offline.kb_intents import describe_kb_result
 
-    said = "The knowledge base is empty: nothing has been ingested yet (kb-agent ingest PATH)."
+    said = "The knowledge base is empty: nothing has been ingested yet."
     assert describe_kb_result("search_knowledge", said, False, "where do threads live?") == said
     assert "还没有导入" in (describe_kb_result("search_knowledge", said, True, "线程存在哪里？") or "")
 
