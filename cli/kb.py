@@ -93,10 +93,20 @@ def ingest(
 
         KnowledgeBase.drop(config.data_dir, chroma_url=config.chroma_url, database_url=config.database_url)
         err.print(f"emptied the knowledge base; re-indexing with {config.embedder}")
+    from stores.knowledge.ingest import IngestReport
+
+    result = IngestReport()
     try:
         kb = open_knowledge_base(config, create=True)
         with ingest_bar(err, "ingesting") as report:  # on stderr: with --json too, stdout stays the report
-            result = kb.ingest(paths, groups=group_list, prune=prune, progress=report)
+            kb.ingest(paths, groups=group_list, prune=prune, progress=report, report=result)
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: what was fully written is kept, the rest is not
+        kept = len(result.added) + len(result.updated)
+        err.print(
+            f"stopped: {kept} file(s) indexed and kept (added {len(result.added)}, updated {len(result.updated)}); "
+            "the others were not: run the same ingest again to finish"
+        )
+        raise typer.Exit(130) from None
     except Exception as exc:
         if full := disk_full(exc, config.data_dir):
             _fail(str(full))
@@ -110,8 +120,12 @@ def ingest(
         "chunks_written": result.chunks_written,
         "chunks_deleted": result.chunks_deleted,
     }
+    # Every file refused, nothing else done: the command did not do what was asked.
+    refused = bool(result.skipped) and not (result.added or result.updated or result.unchanged or result.removed)
     if as_json:
         typer.echo(json_text(summary))
+        if refused:
+            raise typer.Exit(1)
         return
     out.print(
         f"added {len(result.added)} · updated {len(result.updated)} · unchanged {len(result.unchanged)} · "
@@ -119,6 +133,9 @@ def ingest(
     )
     for source, reason in result.skipped:
         out.print(f"[yellow]skipped[/yellow] {shown_name(source)}: {shown(reason)}")
+    if refused:
+        err.print("[red]error:[/red] no file was indexed: every one was refused (reasons above)")
+        raise typer.Exit(1)
 
 
 def stats(as_json: bool = typer.Option(False, "--json")) -> None:

@@ -84,18 +84,20 @@ def ingest(
     progress: Progress | None = None,
     chunk_tokens: int = 320,
     max_file_bytes: int | None = None,
+    report: IngestReport | None = None,
 ) -> IngestReport:
     """Index files/folders idempotently; ``prune`` drops documents under ``paths`` whose file is gone.
 
     Groups: ``groups`` if given, else the file's sidecar (``read_groups``), else ``["public"]``.
     ``progress`` gets an :class:`IngestProgress` after each file and each embedding batch.
-    A file that cannot be read is reported in ``skipped`` and keeps what it had indexed before.
+    A file that cannot be read is reported in ``skipped`` and keeps what it had indexed before. ``report``
+    (else a new one) is filled as files complete, so it says what was kept when the ingest is stopped.
     """
     from stores.knowledge.documents import discover
 
     given = [Path(paths)] if isinstance(paths, str | Path) else [Path(p) for p in paths]
     fixed = clean_groups([groups] if isinstance(groups, str) else groups or [])
-    report = IngestReport()
+    report = report if report is not None else IngestReport()
     files: list[tuple[Path, Path]] = []
     unreadable: list[tuple[Path, str]] = []
     for path in given:

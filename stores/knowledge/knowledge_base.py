@@ -107,6 +107,7 @@ class KnowledgeBase:
         groups: Sequence[str] | None = None,
         prune: bool = False,
         progress: Progress | None = None,
+        report: IngestReport | None = None,
     ) -> IngestReport:
         """Index files/folders idempotently; ``prune`` drops documents under ``paths`` whose file is gone.
 
@@ -114,6 +115,7 @@ class KnowledgeBase:
         ``progress`` gets an ``IngestProgress`` (chunks done of an estimated total) after each file and each
         embedding batch.
         A file that cannot be read is reported in ``skipped`` and keeps what it had indexed before.
+        ``report`` is filled as files complete: a caller whose ingest was stopped can say what was kept.
         """
         return ingest_files(
             self.index,
@@ -121,6 +123,7 @@ class KnowledgeBase:
             groups=groups,
             prune=prune,
             progress=progress,
+            report=report,
             chunk_tokens=self.chunk_tokens,
             max_file_bytes=self.max_file_bytes,
         )

@@ -9,6 +9,7 @@ and a huge streamed file is never held whole.
 
 from __future__ import annotations
 
+import dataclasses
 import queue
 import threading
 from collections.abc import Iterator
@@ -81,6 +82,8 @@ class Reader:
         self.files, self.records, self.fixed, self.chunk_tokens = files, records, fixed_groups, chunk_tokens
         self.max_file_bytes = max_file_bytes
         self.seen: dict[str, str] = {}
+        # A document is its file, whichever folder was named: a file indexed before keeps its id.
+        self.known = {record.path: source for source, record in records.items() if record.path}
         self.chunks_read = self.bytes_read = 0
         self.bytes_left = sum(_size(file) for file, _ in files)
         self._queue: queue.Queue[Event] = queue.Queue(maxsize=ahead)
@@ -138,6 +141,8 @@ class Reader:
         try:
             doc = load(file, root, max_bytes=self.max_file_bytes)
             absolute = str(file.absolute())
+            if (known := self.known.get(absolute)) is not None and known != doc.source:
+                doc = dataclasses.replace(doc, source=known)  # "part/x.md" stays itself when part/ is named
             if doc.source in self.seen:
                 raise DocumentError(f"same source {doc.source!r} as {self.seen[doc.source]}")
             self.seen[doc.source] = absolute

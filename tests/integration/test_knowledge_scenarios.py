@@ -140,3 +140,38 @@ def test_cli_ingest_stats_and_bad_inputs(tmp_path: Path, monkeypatch: pytest.Mon
     assert runner.invoke(app, ["search", "x", "--mode", "fuzzy"]).exit_code == 2
     assert runner.invoke(app, ["search", "  "]).exit_code == 2
     assert runner.invoke(app, ["ingest", str(tmp_path / "missing")]).exit_code == 2
+
+
+def test_a_document_is_its_file_whichever_folder_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KB_AGENT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("KB_AGENT_EMBEDDER", "hashing")
+    docs = tmp_path / "docs"
+    (docs / "part").mkdir(parents=True)
+    (docs / "top.md").write_text("# Top\n\nThe top document.\n")
+    (docs / "part" / "x.md").write_text("# X\n\nThe expense policy lives here.\n")
+    runner = CliRunner()
+    parent = json.loads(runner.invoke(app, ["ingest", str(docs), "--json"]).stdout)
+    assert sorted(parent["added"]) == ["part/x.md", "top.md"]
+    child = json.loads(runner.invoke(app, ["ingest", str(docs / "part"), "--json"]).stdout)
+    assert child["added"] == [] and child["unchanged"] == ["part/x.md"] and child["chunks_written"] == 0
+    (docs / "part" / "x.md").write_text("# X\n\nThe expense policy changed.\n")
+    again = json.loads(runner.invoke(app, ["ingest", str(docs / "part" / "x.md"), "--json"]).stdout)
+    assert again["updated"] == ["part/x.md"] and again["added"] == []
+    stats = json.loads(runner.invoke(app, ["stats", "--json"]).stdout)
+    assert stats["documents"] == 2  # not x.md and part/x.md side by side
+
+
+def test_an_ingest_whose_every_file_is_refused_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KB_AGENT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("KB_AGENT_EMBEDDER", "hashing")
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "empty.txt").write_text("")
+    (bad / "binary.txt").write_bytes(b"\x00\x01\x02" * 100)
+    runner = CliRunner()
+    refused = runner.invoke(app, ["ingest", str(bad)])
+    assert refused.exit_code == 1 and "every one was refused" in refused.stderr, refused.output
+    as_json = runner.invoke(app, ["ingest", str(bad), "--json"])
+    assert as_json.exit_code == 1 and len(json.loads(as_json.stdout)["skipped"]) == 2
+    (bad / "good.md").write_text("# Good\n\nSomething to index.\n")
+    assert runner.invoke(app, ["ingest", str(bad), "--json"]).exit_code == 0  # some refused, one indexed
