@@ -247,10 +247,12 @@ def test_the_audit_store_withholds_a_secret_any_caller_hands_it(tmp_path: Any) -
     ],
 )
 def test_very_long_text_is_checked_in_bounded_time(text: str) -> None:
-    started = time.perf_counter()
+    """A bound against runaway (quadratic) matching, in this process's CPU seconds so that a busy machine
+    does not count: about 1.5 s here for 100,000 characters."""
+    started = time.process_time()
     sensitive_kinds(text)
     redact(text)
-    assert time.perf_counter() - started < 5.0
+    assert time.process_time() - started < 10.0
 
 
 def test_mixed_language_and_emoji_text_is_read_like_any_other() -> None:
