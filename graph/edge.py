@@ -253,12 +253,13 @@ class Edge:
         """Pass a run-creating request on, holding its slots: until the response ends for a waiting or
         streaming request, until the runs end for background ones (tracked from the response)."""
         background = RUN_CREATE.fullmatch(scope.get("path", ""))["kind"] in (None, "batch")  # type: ignore[index]
-        status, chunks = 0, []
+        status, chunks, located = 0, [], []
 
         async def watched(message: Message) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = int(message.get("status", 0))
+                located.extend(run_location(message.get("headers") or ()))
             elif message["type"] == "http.response.body" and background and status == 200:
                 chunks.append(message.get("body", b""))
             await send(message)
@@ -268,6 +269,10 @@ class Edge:
         finally:
             if background and status == 200:
                 self.limits.track(user, _forwarded(scope), created_runs(b"".join(chunks)))
+            elif status == 200 and located:
+                # A waiting or streaming request can end (the caller hung up) while its run goes on: it
+                # counts until the runtime says it ended, like a background run.
+                self.limits.track(user, _forwarded(scope), located)
             self.limits.release(user, slots)
 
     async def _still_running(self, headers: dict[str, str], thread_id: str, run_id: str) -> bool:
@@ -327,6 +332,18 @@ class Edge:
         is not found or not theirs: the route itself answers that)."""
         status, thread = await self._ask(_forwarded(scope), f"/threads/{thread_id}")
         return status == 200 and isinstance(thread, dict) and thread.get("status") == "interrupted"
+
+
+RUN_LOCATION = re.compile(r"/threads/(?P<thread>[^/]+)/runs/(?P<run>[^/?]+)")
+
+
+def run_location(headers: Any) -> list[tuple[str, str]]:
+    """``(thread_id, run_id)`` of the run a streaming or waiting response names (``Content-Location``)."""
+    for name, value in headers:
+        if bytes(name).lower() == b"content-location":
+            found = RUN_LOCATION.fullmatch(bytes(value).decode("latin-1"))
+            return [(found["thread"], found["run"])] if found else []
+    return []
 
 
 def known_route(path: str) -> bool:

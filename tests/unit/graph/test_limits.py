@@ -110,6 +110,13 @@ class Runtime:
             self.started += 1
             await self.release.wait()
             body = b'{"messages": []}'
+        elif path.endswith("/runs/stream"):  # the caller hangs up at once; the run goes on
+            run_id = f"r{len(self.status)}"
+            self.status[run_id] = "running"
+            location = f"/threads/t/runs/{run_id}".encode()
+            await send({"type": "http.response.start", "status": 200, "headers": [(b"content-location", location)]})
+            await send({"type": "http.response.body", "body": b"event: metadata\n\n"})
+            return
         elif path.endswith("/runs"):
             run_id = f"r{len(self.status)}"
             self.status[run_id] = "running"
@@ -158,6 +165,24 @@ def test_one_callers_runs_wait_or_are_refused_while_anothers_go_through(tokens: 
             runtime.status[background.json()["run_id"]] = "success"
             assert (await asyncio.wait_for(waiting, 5)).status_code == 200
             assert (await client.get("/ok")).status_code == 200
+
+    asyncio.run(go())
+
+
+def test_a_stream_the_caller_dropped_counts_until_its_run_ends(tokens: None) -> None:
+    async def go() -> None:
+        runtime = Runtime()
+        transport = httpx.ASGITransport(app=Edge(runtime))
+        async with httpx.AsyncClient(transport=transport, base_url="http://t", timeout=10) as client:
+            headers = {"Authorization": "Bearer ta"}
+            dropped = await client.post("/threads/t/runs/stream", json={"assistant_id": "kb_agent"}, headers=headers)
+            assert dropped.status_code == 200  # the response is over, the run is not
+            [run_id] = list(runtime.status)
+            waiting = asyncio.create_task(client.post("/threads/t/runs", json={"assistant_id": "kb_agent"}, headers=headers))
+            await asyncio.sleep(0.3)
+            assert not waiting.done()  # the slot is still the dropped stream's
+            runtime.status[run_id] = "success"
+            assert (await asyncio.wait_for(waiting, 5)).status_code == 200
 
     asyncio.run(go())
 
