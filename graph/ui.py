@@ -214,8 +214,9 @@ def rated_answer(values: dict[str, Any], message_id: str) -> tuple[str | None, s
             if not isinstance(text, str) or not text:
                 break
             record = (values.get("answers") or {}).get(message_id)
-            recorded = isinstance(record, dict) and record.get("digest") == answer_digest(text)
-            return question, text, [str(c) for c in record.get("cited") or []] if recorded else None
+            if not (isinstance(record, dict) and record.get("digest") == answer_digest(text)):
+                return question, text, None  # rated, but not an answer the agent recorded citing
+            return question, text, [str(c) for c in record.get("cited") or []]
     raise Refusal(404, f"no answer {message_id!r} in this thread")
 
 

@@ -73,7 +73,7 @@ _COLUMNS = [f.name for f in fields(AuditEntry) if f.name != "id"]
 def _without_secrets(entry: AuditEntry) -> AuditEntry:
     """``entry`` with any text that holds a secret replaced by the kinds it held. An address stays: a memory
     may hold one the user asked to keep, and its audit says what was written."""
-    texts = {
+    texts: dict[str, Any] = {
         name: withheld(value, limit=len(value), allow_email=True)
         for name in ("old_content", "new_content", "reason")
         if isinstance(value := getattr(entry, name), str)

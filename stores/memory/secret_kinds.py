@@ -167,7 +167,8 @@ def _iban(text: str) -> Iterator[Span]:
         length = _IBAN_LENGTHS.get(country)
         if length is None:
             continue
-        chars, pos = [], m.start()
+        chars: list[str] = []
+        pos = m.start()
         while pos < len(text) and len(chars) < length:
             ch = text[pos]
             if ch.isascii() and ch.isalnum():
