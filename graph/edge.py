@@ -43,6 +43,7 @@ STATE_WRITE = re.compile(r"/threads/(?P<thread>[^/]+)/state/?")
 THREADS = re.compile(r"/threads/?")
 EVENT_PROTOCOL = re.compile(r"/threads/[^/]+/(?:commands|stream/events)/?")
 RUN_CREATE = re.compile(r"/(?:threads/[^/]+/)?runs(?:/(?P<kind>wait|stream|batch))?/?")
+CRON_CREATE = re.compile(r"/(?:threads/[^/]+/)?runs/crons/?")
 HEALTH = ("/ok", "/health", "/info")
 # The first segment of every route the edge forwards: the LangGraph API both runtimes share (what the SDK,
 # Studio and the chat page call), health and metadata, the API docs, the chat page. Anything else a
@@ -176,13 +177,15 @@ class Edge:
             self._ui = ui_app(self._ask_as_caller)
         return self._ui
 
-    async def _ask(self, headers: dict[str, str], path: str, method: str = "GET") -> tuple[int, Any]:
+    async def _ask(
+        self, headers: dict[str, str], path: str, method: str = "GET", body: Any = None
+    ) -> tuple[int, Any]:
         """Ask the server's own API with a caller's credentials: (status, JSON body or None)."""
         import httpx  # the server's runtimes ship it
 
         transport = httpx.ASGITransport(app=self.app)  # type: ignore[arg-type]
         async with httpx.AsyncClient(transport=transport, base_url="http://edge") as client:
-            response = await client.request(method, path, headers=headers)
+            response = await client.request(method, path, headers=headers, json=body)
         try:
             return response.status_code, response.json()
         except ValueError:
@@ -275,6 +278,20 @@ class Edge:
                 self.limits.track(user, _forwarded(scope), located)
             self.limits.release(user, slots)
 
+    async def _check_cron_count(self, scope: Scope, cap: int) -> None:
+        """Refuse a new cron past the caller's ``crons_per_user``: each fires runs for as long as it exists.
+        Counted by the runtime's own search as the caller (it finds their crons only); a count that cannot be
+        read refuses rather than lets the cron through."""
+        status, found = await self._ask(_forwarded(scope), "/runs/crons/search", "POST", {"limit": cap + 1})
+        if status in (401, 403):
+            return  # the runtime refuses the caller anyway, with its own reason
+        if status != 200 or not isinstance(found, list):
+            raise Refused(503, "cannot count your scheduled runs right now; try again")
+        if len(found) >= cap:
+            raise Refused(
+                403, f"you have {len(found)} scheduled runs, the most allowed (crons_per_user={cap}); delete one first"
+            )
+
     async def _still_running(self, headers: dict[str, str], thread_id: str, run_id: str) -> bool:
         """Whether a background run is pending or running, asked of the server itself as its caller."""
         status, run = await self._ask(headers, f"/threads/{thread_id}/runs/{run_id}")
@@ -295,6 +312,8 @@ class Edge:
                 raise Refused(401, f"{exc} (or open {path} with KB_AGENT_OPEN_ROUTES)") from None
         if method not in BODY_METHODS:
             return receive, None
+        if method == "POST" and CRON_CREATE.fullmatch(path):
+            await self._check_cron_count(scope, settings.crons_per_user)
         limit = settings.max_body_bytes
         if method == "POST" and path == UPLOAD:  # a document added from the page: as large as ingest takes
             limit = max(limit, round(settings.max_file_mb * 1024 * 1024))

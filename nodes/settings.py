@@ -407,6 +407,10 @@ class Settings(BaseSettings):
         SERVER, 20,
         "Runs of one caller that may wait for a free slot; beyond that, a 429.",
     )
+    crons_per_user: int = _setting(
+        SERVER, 5,
+        'Scheduled runs (crons) one server caller may keep; creating one more is a 403 until one is deleted.',
+    )
     requests_per_minute: int = _setting(
         SERVER, 600,
         'Requests one caller may make per minute (health checks excepted); beyond that, a 429 with Retry-After.',

@@ -592,3 +592,20 @@ def test_crons_are_their_owners_and_an_admin_may_remove_any(users: dict[str, Syn
     for cron in (on_thread, stateless):
         bob.crons.delete(cron["cron_id"])
     assert alice.crons.search(limit=100) == []
+
+
+def test_a_caller_keeps_at_most_crons_per_user_crons(users: dict[str, SyncLangGraphClient]) -> None:
+    """Each cron fires runs for as long as it exists: one caller may keep five (the default), not any number."""
+    alice, hana = users["alice"], users["hana"]
+    question = {"messages": [{"role": "user", "content": "计算 1 + 1"}]}
+    made = [alice.crons.create(GRAPH_ID, schedule="0 0 1 1 *", input=question) for _ in range(5)]
+    response = _refused(lambda: alice.crons.create(GRAPH_ID, schedule="0 0 1 1 *", input=question))
+    assert response.status_code == 403 and "crons_per_user" in response.text, response.text
+    assert len(alice.crons.search(limit=100)) == 5
+    other = hana.crons.create(GRAPH_ID, schedule="0 0 1 1 *", input=question)  # another caller's own five
+    hana.crons.delete(other["cron_id"])
+    alice.crons.delete(made[0]["cron_id"])
+    again = alice.crons.create(GRAPH_ID, schedule="0 0 1 1 *", input=question)  # room again after a delete
+    for cron in [*made[1:], again]:
+        alice.crons.delete(cron["cron_id"])
+    assert alice.crons.search(limit=100) == []
