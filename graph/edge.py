@@ -44,12 +44,13 @@ THREADS = re.compile(r"/threads/?")
 EVENT_PROTOCOL = re.compile(r"/threads/[^/]+/(?:commands|stream/events)/?")
 RUN_CREATE = re.compile(r"/(?:threads/[^/]+/)?runs(?:/(?P<kind>wait|stream|batch))?/?")
 CRON_CREATE = re.compile(r"/(?:threads/[^/]+/)?runs/crons/?")
-HEALTH = ("/ok", "/health", "/info")
+HEALTH = ("/ok", "/health", "/ready", "/live", "/info")
 # The first segment of every route the edge forwards: the LangGraph API both runtimes share (what the SDK,
 # Studio and the chat page call), health and metadata, the API docs, the chat page. Anything else a
 # runtime serves (langgraph dev's /internal/… and /deploy, /mcp, /a2a, profilers) is not ours to expose.
 KNOWN_ROOTS = frozenset(
-    {"", "assistants", "threads", "runs", "store", "ok", "health", "info", "metrics", "docs", "redoc", "openapi.json", "ui"}
+    {"", "assistants", "threads", "runs", "store", "ok", "health", "ready", "live", "info", "metrics", "docs", "redoc",
+     "openapi.json", "ui"}
 )
 UI = re.compile(r"/ui(?:/.*)?")
 UPLOAD = "/ui/api/documents"
