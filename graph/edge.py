@@ -14,6 +14,8 @@ payload but not every request's body, so what must hold for any request is check
 - with tokens, each caller has a request rate and a number of runs in flight, queued beyond
   (``graph.limits``);
 - ``/ui`` is the chat page (``graph.ui``), served here so both runtimes have it on the API's own origin;
+- ``GET /health`` is answered here: every dependency checked at once, each within a deadline
+  (``graph.health``);
 - only the routes under ``KNOWN_ROOTS`` are forwarded: anything else a runtime serves (langgraph dev's
   ``/internal/…`` debug and truncate routes, ``/deploy``) is a 404 for every caller.
 """
@@ -84,8 +86,12 @@ def secured(send: Send) -> Send:
 
 
 async def _answer(send: Send, status: int, detail: str, retry_after: int | None = None) -> None:
+    await _json(send, status, {"detail": detail}, retry_after)
+
+
+async def _json(send: Send, status: int, value: Any, retry_after: int | None = None) -> None:
     send = secured(send)
-    body = json.dumps({"detail": detail}, ensure_ascii=False).encode("utf-8")
+    body = json.dumps(value, ensure_ascii=False).encode("utf-8")
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     if retry_after is not None:
         headers.append((b"retry-after", str(retry_after).encode()))
@@ -204,6 +210,12 @@ class Edge:
             return
         if scope["type"] == "http" and not known_route(path):
             await _answer(send, 404, "Not Found")  # deny by default: only the routes the edge knows go on
+            return
+        if scope["type"] == "http" and path == "/health" and scope.get("method") in ("GET", "HEAD"):
+            from graph.health import health
+
+            status, report = await health(Settings.current(), lambda route: self._ask({}, route))
+            await _json(send, status, report)
             return
         if scope["type"] != "http":
             await self.app(scope, receive, send)

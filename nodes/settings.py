@@ -377,6 +377,10 @@ class Settings(BaseSettings):
         STORAGE, '',
         'postgresql://… to keep threads in Postgres instead of SQLite under data_dir.',
     )
+    redis_url: str = _setting(
+        STORAGE, '',
+        'redis://host:6379/0 for kb-agent serve: runs survive a worker lost mid-run, and several workers share one queue (empty: one process).',
+    )
     checkpoint_prune: bool = _setting(
         STORAGE, True,
         'After each turn, delete checkpoints that add nothing to the history (the full history stays; time travel to intermediate steps goes). 0 keeps every step.',

@@ -109,9 +109,13 @@ def test_postgres_restarted_mid_load_fails_runs_cleanly_and_later_runs_succeed(
         time.sleep(0.2)
     cluster.ctl("stop", "-m", "fast")  # every connection of the server is cut
     down_at = time.monotonic()
-    time.sleep(DOWN_SECONDS)
+    asked = httpx.get(f"{srv.url}/health", timeout=30)  # each check has a deadline: the answer comes in seconds
+    health_took = time.monotonic() - down_at
+    time.sleep(max(0.0, DOWN_SECONDS - health_took))
     cluster.ctl("start")
     up_at = time.monotonic()
+    assert asked.status_code == 503 and health_took < 5, (asked.status_code, health_took, asked.text)
+    assert any(name.startswith("postgres") and v.startswith("down") for name, v in asked.json()["checks"].items())
     # Later runs must succeed: wait for some turns that started after Postgres was back.
     deadline = up_at + 180
     while time.monotonic() < deadline:

@@ -212,3 +212,13 @@ def test_every_answer_of_ours_carries_the_security_headers(
     assert response.status_code == status, response.text
     assert "default-src 'none'" in response.headers["content-security-policy"]
     assert response.headers["x-content-type-options"] == "nosniff"
+
+
+def test_health_is_answered_by_the_edge_with_each_check(inner: Inner, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KB_AGENT_CHROMA_URL", "http://127.0.0.1:1")
+    response = _call(inner, "GET", "/health")
+    assert response.status_code == 503 and response.json()["status"] == "unhealthy"
+    assert response.json()["checks"]["runtime"] == "ok" and response.json()["checks"]["chroma"].startswith("down")
+    assert "default-src 'none'" in response.headers["content-security-policy"]
+    monkeypatch.delenv("KB_AGENT_CHROMA_URL")
+    assert _call(inner, "GET", "/health").json() == {"status": "healthy", "checks": {"runtime": "ok"}}
