@@ -9,7 +9,7 @@ import typer
 
 from cli.progress import ingest_bar
 from cli.terminal import Terminal, json_text, shown, shown_name
-from stores.disk import disk_full
+from stores.disk import damaged_databases, disk_full
 
 if TYPE_CHECKING:
     from nodes.settings import Settings
@@ -185,8 +185,18 @@ def search(
 
 def repair(as_json: bool = typer.Option(False, "--json", help="Print the report as JSON.")) -> None:
     """Make Chroma, BM25 and the manifest agree (after a killed ingest): report and fix the differences,
-    and give the space of removed chunks back to the disk."""
-    kb = open_knowledge_base(settings())
+    and give the space of removed chunks back to the disk. A damaged database file is found first (SQLite's
+    own check, read-only) and named: nothing is repaired on top of it."""
+    config = settings()
+    damaged = [str(path) for path in damaged_databases(Path(config.data_dir))]
+    if damaged:
+        if as_json:
+            typer.echo(json_text({"damaged": damaged}))
+        _fail(
+            f"{', '.join(damaged)}: damaged (SQLite's integrity check fails); restore it from a backup, or move it "
+            "aside and ingest the documents again; nothing was changed"
+        )
+    kb = open_knowledge_base(config)
     empty: dict[str, Any] = {"stray_chunks": 0, "missing_chunks": 0, "forgotten": [], "bytes_reclaimed": 0}
     report = kb.repair_report(reclaim=True) if kb is not None else empty
     if as_json:
