@@ -17,6 +17,8 @@ the next ingest's ``repair`` removes, never a manifest row without its chunks.
 from __future__ import annotations
 
 import contextlib
+import logging
+import threading
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -26,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from stores.disk import disk_full
 from stores.knowledge.groups import clean_groups, flag_keys, group_key
 from stores.knowledge.languages import LANGUAGES, languages_in, languages_of
 from stores.knowledge.manifest import FileRecord, now_iso
@@ -38,6 +41,10 @@ if TYPE_CHECKING:
 EMBED_BATCH = 32  # chunks per embed_documents call: the progress bar moves, a failure loses little
 WRITE_BATCH = 256  # chunks per Chroma upsert and BM25 upsert
 IN_FLIGHT = 2  # write batches handed to the writer at once: the embedder rarely waits, memory stays bounded
+
+
+UNDO_DEADLINE = 20  # seconds the undo of a failed ingest may take before it is left to the next one
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -125,6 +132,12 @@ def ingest(
                     report.removed.append(source)
         except (KeyboardInterrupt, SystemExit):
             stopped = True  # Ctrl-C or SIGTERM: stop now; the next ingest or ``repair`` removes the strays
+            raise
+        except Exception as exc:
+            # A store that failed for want of space is written to no more: undoing there is a write too, and
+            # Chroma's SQLite layer waited forever on a full disk (deaf to SIGTERM). The strays are left to
+            # the next ingest, which repairs first since this one never cleared its "ingesting" mark.
+            stopped = disk_full(exc, index.data_dir) is not None
             raise
         finally:  # commit what was fully written, even when a later file's embedding failed
             pipeline.close(undo=not stopped)
@@ -350,9 +363,27 @@ class _Pipeline:
             self._settle(0)
         if not undo:
             return
-        for job in [*self.jobs, *self.dropped]:
+        stray = [cid for job in [*self.jobs, *self.dropped] for cid in job.ids if cid not in job.old_hashes]
+        if not stray:
+            return
+
+        def undo_writes() -> None:
             with contextlib.suppress(Exception):
-                self.index.delete_chunks([cid for cid in job.ids if cid not in job.old_hashes])
+                self.index.delete_chunks(stray)
+
+        # The undo is a write to a store that may just have failed: Chroma's SQLite layer has waited forever
+        # there (a full disk), deaf to signals. So it gets a deadline, on a thread of its own; what it does
+        # not finish, the next ingest repairs first (this one never clears its "ingesting" mark).
+        worker = threading.Thread(target=undo_writes, name="kb-ingest-undo", daemon=True)
+        worker.start()
+        worker.join(UNDO_DEADLINE)
+        if worker.is_alive():  # not a warning: the command's own error is the one line the user needs
+            log.info(
+                "undoing %d chunks of unfinished files did not end within %ds; the next ingest or "
+                "`kb-agent repair` removes them",
+                len(stray),
+                UNDO_DEADLINE,
+            )
 
 
 def store_rows(index: KnowledgeIndex, rows: Sequence[_Row]) -> None:

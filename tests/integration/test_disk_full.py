@@ -86,3 +86,30 @@ def test_a_full_disk_is_one_line_and_changes_nothing(small_disk: Path, tmp_path:
     filler.unlink()
 
     assert _state(home) == before
+
+
+def test_an_ingest_that_fills_the_disk_ends_with_one_line(small_disk: Path, tmp_path: Path) -> None:
+    """The disk fills up during the ingest, not before: it used to hang at 0% CPU in Chroma's SQLite layer
+    (undoing its writes on the full disk), deaf to SIGTERM. Now it ends, and a later ingest repairs."""
+    import random
+
+    home, docs = small_disk / "home", tmp_path / "big"
+    docs.mkdir()
+    rng = random.Random(1)
+    words = ["".join(rng.choice("abcdefghijklmnop") for _ in range(rng.randint(3, 9))) for _ in range(5000)]
+    for i in range(200):
+        (docs / f"d{i}.md").write_text(f"# Doc {i}\n\n" + " ".join(rng.choice(words) for _ in range(6000)))
+    keep_free = 10 * 2**20
+    with (small_disk / "filler").open("wb") as fh:  # leave about 10 MB: the index outgrows it mid-way
+        fh.write(b"\0" * max(0, shutil.disk_usage(small_disk).free - keep_free))
+    _one_disk_line(_cli(home, "ingest", str(docs)), home)  # _cli's timeout: a hang fails the test
+    (small_disk / "filler").unlink()
+    shutil.rmtree(docs)
+    docs.mkdir()
+    (docs / "small.md").write_text("# Small\n\nA small document about annual leave.\n")
+    again = _cli(home, "ingest", str(docs), "--json")
+    assert again.returncode == 0, again.stderr
+    stats = json.loads(_cli(home, "stats", "--json").stdout)
+    assert stats["documents"] >= 1
+    repaired = json.loads(_cli(home, "repair", "--json").stdout)
+    assert repaired["stray_chunks"] == 0 and repaired["missing_chunks"] == 0  # the next ingest cleaned up
