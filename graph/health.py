@@ -1,7 +1,7 @@
 """``GET /health`` on both runtimes: every dependency of the deployment checked at once, each within its own
 deadline, so the answer comes within seconds whatever is down and says which part is.
 
-Checked: the runtime itself (its own ``/health``, else ``/ok``), each Postgres database the settings name,
+Checked: that the runtime answers (``/ok`` or ``/live``), each Postgres database the settings name,
 the Chroma server, Redis. A check that does not answer within ``DEADLINE`` counts as down: a load balancer
 asking must not wait for a connection pool's own minute-long timeout, and a dependency that is back is
 seen as back at the next ask, since nothing is cached.
@@ -22,9 +22,12 @@ Ask = Callable[[str], Awaitable[tuple[int, Any]]]  # path -> (status, JSON) from
 
 
 async def _runtime(ask: Ask) -> str:
-    status, _ = await ask("/health")
-    if status == 404:  # langgraph dev has no /health of its own: its liveness route answers instead
-        status, _ = await ask("/ok")
+    """The runtime answers at all: ``/ok`` (langgraph dev), else ``/live`` (Aegra). Not the runtime's own
+    ``/health``: Aegra's waits on its connection pool's timeout, which is what this route must not do; the
+    databases are checked here directly instead."""
+    status, _ = await ask("/ok")
+    if status == 404:
+        status, _ = await ask("/live")
     if status != 200:
         raise RuntimeError(f"answered {status}")
     return "ok"

@@ -25,11 +25,14 @@ def test_a_deployment_with_nothing_to_reach_is_healthy_when_its_runtime_is() -> 
     assert _run(Settings()) == (200, {"status": "healthy", "checks": {"runtime": "ok"}})
 
 
-def test_langgraph_dev_without_a_health_route_is_asked_its_ok_route() -> None:
-    async def dev(path: str) -> tuple[int, Any]:
-        return (404, None) if path == "/health" else (200, {"ok": True})
+def test_the_runtime_is_asked_its_ok_route_else_its_liveness_route() -> None:
+    asked: list[str] = []
 
-    assert _run(Settings(), dev)[0] == 200
+    async def aegra(path: str) -> tuple[int, Any]:
+        asked.append(path)
+        return (404, None) if path == "/ok" else (200, {"status": "alive"})
+
+    assert _run(Settings(), aegra)[0] == 200 and asked == ["/ok", "/live"]
 
 
 def test_each_dependency_that_is_down_is_named_and_the_answer_is_503() -> None:
