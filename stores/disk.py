@@ -155,11 +155,21 @@ def damaged_databases(data_dir: Path) -> list[Path]:
                 sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True, timeout=1)
             ) as db:
                 ok = db.execute("PRAGMA quick_check").fetchone()
-        except sqlite3.Error:
-            ok = None
+        except sqlite3.Error as exc:
+            # Only SQLite's own word that the file is damaged counts: a file it cannot open here (a
+            # read-only folder, where a WAL database cannot make its -shm) or one that is busy is not.
+            ok = None if getattr(exc, "sqlite_errorcode", None) in _DAMAGE_CODES or _says_damaged(exc) else ("ok",)
         if not ok or ok[0] != "ok":
             found.append(path)
     return found
+
+
+_DAMAGE_CODES = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+
+
+def _says_damaged(exc: BaseException) -> bool:
+    said = str(exc).lower()
+    return "malformed" in said or "not a database" in said or "corrupt" in said
 
 
 def free_pages_bytes(db: sqlite3.Connection) -> int:
