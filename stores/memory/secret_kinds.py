@@ -76,12 +76,6 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
             re.I,
         ),
     ),
-    (  # a hex digest-sized secret: digits and letters both, as a random one has
-        "api_key",
-        re.compile(
-            r"(?<![0-9A-Fa-f])(?=[0-9A-Fa-f]{0,31}[a-fA-F])(?=[0-9A-Fa-f]{0,31}\d)[0-9A-Fa-f]{32,}(?![0-9A-Fa-f])"
-        ),
-    ),
     (  # the whole block when it is there: header, body, footer
         "private_key",
         re.compile(
@@ -108,6 +102,18 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
 )
+# A hex digest-sized secret: digits and letters both, as a random one has.
+_HEX = re.compile(r"(?<![0-9A-Fa-f])(?=[0-9A-Fa-f]{0,31}[a-fA-F])(?=[0-9A-Fa-f]{0,31}\d)[0-9A-Fa-f]{32,}(?![0-9A-Fa-f])")
+# What is published rather than kept: a digest or a commit introduced as one, an SSH or PGP public key.
+_PUBLISHED = re.compile(
+    r"(?:\bsha-?(?:1|224|256|384|512)?(?:sum)?\b|\bmd5(?:sum)?\b|checksum|digest|\bhash(?:es)?\b|哈希|校验|摘要"
+    r"|\bcommit\b|fingerprint|指纹|ssh-(?:rsa|dss|ed25519)|ecdsa-sha2-nistp\d+|public\s+key|公钥)"
+    r"[^.。;；\n]{0,40}$",
+    re.I,
+)
+# A webhook's URL is its credential: whoever holds the long token in its path can post as the hook.
+_HOOK_URL = re.compile(r"\bhttps?://[^\s]*hook[^\s]*", re.I)
+_HOOK_SECRET = re.compile(r"(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[\w-]{16,}")
 # A number its writer calls a card (工资卡, 借记卡, "debit card") with a payment card's length is one.
 _CARD_WORD = re.compile(r"卡|\bcard\b", re.I)
 _DIGIT_RUN = re.compile(r"(?<![\d+.])\+?\d(?:[\s.-]?\d){6,22}[Xx]?(?![.]?\d)")
@@ -202,10 +208,30 @@ def _digit_runs(text: str) -> Iterator[Span]:
             yield "bank_card", m.start(), m.end()
 
 
+def _published(text: str, start: int) -> bool:
+    """Whether the token at ``start`` is introduced as a digest, a commit or a public key."""
+    return bool(_PUBLISHED.search(text, max(0, start - 60), start))
+
+
+def _hex_secrets(text: str) -> Iterator[Span]:
+    for m in _HEX.finditer(text):
+        if not _published(text, m.start()):
+            yield "api_key", m.start(), m.end()
+
+
+def _hook_urls(text: str) -> Iterator[Span]:
+    for m in _HOOK_URL.finditer(text):
+        path = m.group().split("://", 1)[1].split("/", 1)[-1]
+        if any(_HOOK_SECRET.fullmatch(part) for part in re.split(r"[/?&=]", path)):
+            yield "credentials_url", m.start(), m.end()
+
+
 def _random_tokens(text: str) -> Iterator[Span]:
     """A long token that looks random: lower case, upper case and digits, switching often between them."""
     for m in _TOKENISH.finditer(text):
         token = m.group()
+        if _published(text, m.start()):
+            continue
         classes = [ch.islower() - ch.isupper() if ch.isalpha() else 2 * ch.isdigit() for ch in token]
         if not all(c in classes for c in (1, -1, 2)):
             continue
@@ -235,5 +261,7 @@ def structural_findings(text: str) -> list[Span]:
     spans += _digit_runs(text)
     spans += _iban(text)
     spans += _random_tokens(text)
+    spans += _hex_secrets(text)
+    spans += _hook_urls(text)
     spans += _phone_numbers(text)
     return spans

@@ -8,6 +8,7 @@ the value looks like (:mod:`stores.memory.secret_statements`). Spans map back to
 
 from __future__ import annotations
 
+from stores.memory.secret_binding import bound_values
 from stores.memory.secret_kinds import EMAIL, structural_findings
 from stores.memory.secret_statements import credential_statements
 from stores.memory.secret_text import read
@@ -43,6 +44,7 @@ def findings(text: str) -> list[tuple[str, int, int]]:
     reading = read(text)
     spans = structural_findings(reading.text)
     spans += [("password", start, end) for start, end in credential_statements(reading.text)]
+    spans += bound_values(reading.text)
     out = []
     for kind, start, end in spans:
         first, last = reading.origin(start, end)

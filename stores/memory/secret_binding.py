@@ -1,0 +1,301 @@
+"""A value bound to the noun that names it: a credential's, a lock's, a phone's or a bank account's.
+
+People give a secret by naming what it is and then saying it, in any wording: "my VPN password got changed
+to Kestrel-2291", "call my sister on 07823 456712", "sort code 20-00-00, account 55779911", "门禁 *1379#". So
+a sentence is read as nouns and values. A noun of a sensitive family (a small lexicon of stems, not
+sentences) binds the nearest value that follows it in the same sentence, if what stands between them binds
+(nothing, "is", ":", "to", "with", "是", …) and the value has the shape that family's secrets have. A value
+belongs to the nearest noun before it, so a look-alike noun ("order", "tracking", "尾号", "会议号", "名称")
+keeps its own number, and a value that is a date, a time, a price or a quantity is none of them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from stores.memory.secret_statements import _META_AFTER, CREDENTIAL, _is_value, _wanted
+
+Span = tuple[str, int, int]
+
+# Families beyond the credential words ``secret_statements`` already names. A family decides which value
+# shapes it binds and what kind of secret it is.
+_MORE_CREDENTIAL = re.compile(
+    r"\bpuk\d?\b|\blog(?:s|ged|ging)?[\s-]?(?:in(?:to)?|on)\b|\bsign(?:s|ed|ing)?[\s-]?in(?:to)?\b|\blogin\b"
+    r"|\bcredentials?\b|\bsecret\b|\b(?:api|access|secret|license|licence|product)\s+keys?\b"
+    r"|\b(?:auth|access|bearer|bot|api|refresh|session|github|slack|npm)\s?tokens?\b"
+    r"|\btoken\b(?!\s+(?:limits?|counts?|budgets?|usage|window|size))|\btotp\b|\b2fa\b|\bmfa\b|\bwlan\b"
+    # a Wi-Fi that qualifies another noun is that noun: "Wi-Fi router", "wifi 名称"
+    r"|(?:\bwi-?fi\b|wifi|无线网)(?!\s*(?:router|modem|extender|repeater|adapter|signal|speed|card|chip|standard"
+    r"|network\s+name|name|ssid|6|7|路由|信号|网速|速度|名称|名字))"
+    r"|\bhotspot\b|\b(?:recovery|backup)\s+(?:codes?|keys?)\b"
+    r"|登录|登陆|密钥|秘钥|令牌|恢复码|备用码|备份码|热点|两步验证|验证器"
+    r"|背面[^，。,\s]{0,3}?[三3](?:个|位)数?字?",
+    re.I,
+)
+_LOCK = re.compile(
+    r"\b(?:safe|vault|keypad|alarm|padlock|locker|lock|gate|door|garage|intercom|buzzer)s?\b"
+    r"|门禁|保险柜|保险箱|密码箱|密码锁|门锁|电子锁|指纹锁|大门|单元门|车库门|[门箱柜]锁",
+    re.I,
+)
+_PHONE = re.compile(
+    r"\b(?:phone|cell|mobile|tel|telephone|landline|whatsapp|call(?:ed|ing)?|ring|text\s+(?:me|him|her|them)"
+    r"|reach(?:ed)?|dial|(?:my|his|her|their|your|new|home|work|cell|mobile)\s+number)\b"
+    r"|电话|手机|座机|号码|联系方式|打给|拨打|微信",
+    re.I,
+)
+_ACCOUNT = re.compile(
+    r"\b(?:(?:bank|checking|savings?|current|deposit)\s+)?(?:account|acct)(?:\s+(?:number|no\.?|#))?"
+    r"|\bsort\s+code\b|\brouting(?:\s+number)?\b|\baba\b"
+    r"|账号|帐号|账户|帐户|户号",
+    re.I,
+)
+# An account number is a bank's only where the sentence is about a bank: "QQ 账号 12345678" is no secret.
+_BANK = re.compile(
+    r"bank|sort\s+code|routing|checking|savings|iban|swift|wire|transfer|deposit|银行|公积金|对公|开户|转账|汇款"
+    r"|储蓄|存折|工资",
+    re.I,
+)
+# What a security question is answered with: the family, and the words that set the answer.
+_SECURITY = re.compile(
+    r"\bsecurity\s+(?:question|answer)s?\b|\bsecret\s+question\b|\bmaiden\s+name\b"
+    r"|\banswer\s+to\b(?=[^.!?\n]{0,40}\b(?:pet|maiden|teacher|school|street|born|city|car|friend|nickname)\b)"
+    r"|密保|安全问题|保密问题|娘家姓",
+    re.I,
+)
+# Nouns that own a number of their own: a value after one of them is that, not a secret.
+_OTHER = re.compile(
+    r"\b(?:orders?|tracking|parcel|shipment|invoice|receipt|ticket|booking|reservation|confirmation|flight"
+    r"|train|seat|room|suite|apt|floor|isbn|sku|barcode|ean|upc|serial|model|version|build|release|commit|pr"
+    r"|issue|bug|error|cve|request|trace|meeting|case|reference|ref|postcode|zip|postal\s+code|stock|ticker"
+    r"|coupon|promo|discount|voucher|network\s+name|ssid|called|named|username|user\s+id|id|ends?\s+in"
+    r"|ending\s+in|last\s+(?:four|4|three|3)|port|extension|ext|item|price|total|number\s+of|door\s+number"
+    r"|gate\s+(?=\d{1,3}\b)|house|street|road|avenue|bus|route|channel|batch|lot|public\s+key|fingerprint"
+    r"|hash|sha\d*|md5|checksum|digest)\b"
+    r"|(?:订单|单号|快递|物流|运单|发票|工单|合同|会议|房间|航班|车次|座位|邮编|股票|条码|型号|版本|批次|优惠券?|券"
+    r"|名称|名字|用户名|会员|学号?|工号?|门牌|社会信用|商品|序列|邮政|[0-9]室|楼|栋|单元(?!门))"
+    r"(?:号码|编号|代码|号|码)?|编号|代码|尾号|[后前][四六468]位",
+    re.I,
+)
+# Words in the gap that stop a value from being given: negation, a question, "not", "别".
+_NOT_GIVEN = re.compile(
+    r"\b(?:not|never|isn'?t|wasn'?t|without|instead\s+of)\b|不是|没有|不能|不要|不可|不应|别|勿|[?？]", re.I
+)
+
+_NEGATION = re.compile(r"\b(?:not|never|isn'?t|wasn'?t)\b|不是|没有|不能|不要|别|勿", re.I)
+
+# Value shapes. A run of digits, with single spaces, dots, dashes or commas between them, optionally a
+# leading + or a bracketed area code, and the * or # a keypad takes.
+_DIGITS = re.compile(
+    r"(?<![A-Za-z0-9_.\-/])[*#]?\+?(?:\(\d{1,4}\)\s?)?\d(?:[\s.,\-]?\d|[\s.\-]?\(\d{1,4}\))*[*#]?"
+    r"(?![A-Za-z0-9_/])"
+)
+_MIXED = re.compile(
+    r"(?<![A-Za-z0-9_@./-])(?=[!-~]*[A-Za-z])(?=[!-~]*(?:\d|[!#$%&*@^~?]))[A-Za-z\d!#$%&*@^~?_+=.\-]{4,64}"
+    r"(?<![.,;:!?])(?![A-Za-z0-9_@/])"
+)
+_QUOTED = re.compile(r"(?<![A-Za-z])['\"“‘「『《]([^'\"”’」』》\n]{1,40})['\"”’」』》](?![A-Za-z])")
+_NUMBERS = re.compile(r"(?<![\d.])\d{1,2}(?![\d.%])")
+_SENTENCE = re.compile(r"[。！？!?\n;；]|\.(?=\s|$)")
+
+# What a number is when it is not a secret: a date, a time, a price, a quantity, a version.
+_DATE_PARTS = re.compile(r"(\d{1,4})[-./](\d{1,2})(?:[-./](\d{2,4}))?")
+_UNIT_AFTER = re.compile(
+    r"\s*(?:%|‰|年|月|日|号(?!码)|点|时|分|秒|元|块|角|毛|美元|欧|镑|岁|次|天|周|个|位|楼|层|室|栋|斤|公斤|克|米|公里"
+    r"|(?:k?g|lbs?|cm|mm|km|m|mb|gb|tb|kb|ms|hz|px|pt|mph)\b"
+    r"|(?:years?|months?|weeks?|days?|hours?|hrs?|minutes?|mins?|seconds?|secs?|times?|characters?|chars?"
+    r"|digits?|letters?|words?|people|dollars?|euros?|pounds?|yuan|usd|eur|gbp|rmb|cny|am|pm|st|nd|rd|th"
+    r"|percent|points?|items?|pages?|steps?|tries|attempts?|tokens?)\b)",
+    re.I,
+)
+_CURRENCY_BEFORE = re.compile(r"(?:[$¥￥€£]|\b(?:usd|eur|gbp|rmb|cny|hkd)|\brs\.?)\s*$", re.I)
+_TIME_BEFORE = re.compile(r"\b(?:in|since|until|till|before|after|from|during|back\s+in|by|around)\s+$", re.I)
+_CLOCK_BEFORE = re.compile(r"\b(?:at|for|until|till|by|from)\s+$", re.I)
+_VERSION = re.compile(r"v?\d{1,4}(?:\.\d{1,3}){1,3}(?:[-+][\w.]+)?[a-z]?", re.I)
+
+
+def _is_date(raw: str) -> bool:
+    """A day, month and year in some order, each in range: 2024-03-15, 15.03.2024, 11/26; not 20-00-00."""
+    m = _DATE_PARTS.fullmatch(raw)
+    if not m:
+        return False
+    parts = [int(p) for p in m.groups() if p is not None]
+    if len(m.group(1)) == 4:
+        return 1 <= parts[1] <= 12 and (len(parts) < 3 or 1 <= parts[2] <= 31)
+    a, b = parts[0], parts[1]
+    return (1 <= a <= 31 and 1 <= b <= 12) or (1 <= a <= 12 and 1 <= b <= 31)
+
+
+def _digit_value(text: str, m: re.Match[str]) -> str | None:
+    """The digits of a number that could be a secret, or None when it is a date, time, price or quantity."""
+    raw = m.group()
+    if _is_date(raw) or _VERSION.fullmatch(raw):
+        return None
+    if re.fullmatch(r"\d{1,3}(?:,\d{3})+", raw) or re.fullmatch(r"\d+\.\d{1,2}", raw):
+        return None  # 1,299 and 65.5 are amounts
+    if _UNIT_AFTER.match(text, m.end()) or _CURRENCY_BEFORE.search(text, max(0, m.start() - 6), m.start()):
+        return None
+    before = text[max(0, m.start() - 12) : m.start()]
+    if re.fullmatch(r"(?:19|20)\d{2}", raw) and _TIME_BEFORE.search(before):
+        return None  # "changed in 2019" is a year
+    if re.fullmatch(r"(?:[01]\d|2[0-3])[0-5]\d", raw) and _CLOCK_BEFORE.search(before):
+        return None  # "the alarm is set for 0630" is a time
+    return re.sub(r"\D", "", raw)
+
+
+def _mixed_value(token: str) -> bool:
+    """A token with letters and digits (or a symbol) that is no version, date or file name."""
+    if _VERSION.fullmatch(token) or _is_date(token):
+        return False
+    if re.fullmatch(r"[\w-]+\.(?:com|org|net|cn|io|txt|pdf|docx?|xlsx?|png|jpe?g|zip|py|js|json|md)", token, re.I):
+        return False
+    return bool(re.search(r"\d", token)) or len(token) >= 6
+
+
+def _nouns(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, family) of every noun that names something a value may belong to, by where they end."""
+    found = []
+    for family, pattern in (
+        ("password", CREDENTIAL),
+        ("password", _MORE_CREDENTIAL),
+        ("lock", _LOCK),
+        ("phone", _PHONE),
+        ("account", _ACCOUNT),
+        ("other", _OTHER),
+    ):
+        found += [(m.start(), m.end(), family) for m in pattern.finditer(text)]
+    others = [(start, end) for start, end, family in found if family == "other"]
+    found = [
+        noun
+        for noun in found
+        if noun[2] == "other" or not any(start < noun[1] and noun[0] < end for start, end in others)
+    ]
+    # nearest last; at one end a look-alike noun wins: "发票号码" is the invoice's, not a phone's
+    found.sort(key=lambda noun: (noun[1], noun[2] == "other", noun[1] - noun[0]))
+    return found
+
+
+def _values(text: str) -> Iterator[tuple[int, int, str, str]]:
+    """(start, end, shape, digits) of every value-like token: digits, mixed tokens, quoted strings."""
+    for m in _DIGITS.finditer(text):
+        digits = _digit_value(text, m)
+        if digits and len(digits) >= 3:
+            yield m.start(), m.end(), "digits", digits
+    for m in _MIXED.finditer(text):
+        if not m.group().isdigit() and _mixed_value(m.group()):
+            yield m.start(), m.end(), "mixed", ""
+    for m in _QUOTED.finditer(text):
+        inner = m.group(1)
+        if not CREDENTIAL.search(inner) and _is_value(inner, zh=bool(re.search(r"[\u3400-\u9fff]", inner))):
+            yield m.start(1), m.end(1), "quoted", ""
+
+
+def _accepts(family: str, shape: str, digits: str, value: str, sentence: str) -> str | None:
+    """The kind of secret ``family`` makes of a value of this shape, or None."""
+    if family == "password":
+        return "password" if shape in {"mixed", "quoted"} or len(digits) >= 3 else None
+    if family == "lock":
+        keyed = bool(re.search(r"[*#]|\d[\s-]\d", value))
+        return "password" if shape == "digits" and (len(digits) >= 4 or keyed) else None
+    if family == "phone":
+        return "phone" if shape == "digits" and 7 <= len(digits) <= 15 else None
+    if family == "account":
+        bank = _BANK.search(sentence)
+        return "bank_account" if shape == "digits" and len(digits) >= 6 and bank else None
+    return None
+
+
+def _sentence_of(text: str, at: int) -> str:
+    begin = max((m.end() for m in _SENTENCE.finditer(text, 0, at)), default=0)
+    stop = _SENTENCE.search(text, at)
+    return text[begin : stop.start() if stop else len(text)]
+
+
+def bound_values(text: str) -> list[Span]:
+    """(kind, start, end) of every value a sensitive noun binds in ``text`` (already in normal form)."""
+    spans = _security_answers(text)
+    if not re.search(r"\d|['\"“‘「『]", text):
+        return spans
+    nouns = [noun for noun in _nouns(text) if noun[2] == "other" or not _META_AFTER.match(text, noun[1])]
+    for start, end, shape, digits in _values(text):
+        owner = None
+        for noun in nouns:
+            if noun[1] > start:
+                break
+            owner = noun
+        if owner is None or owner[2] == "other" or start - owner[1] > 48:
+            continue
+        if any(end <= noun[0] <= end + 2 and noun[2] == "other" for noun in nouns):
+            continue  # "the lock 2019 model": the number qualifies the noun after it
+        gap = text[owner[1] : start]
+        if _SENTENCE.search(gap) or _NOT_GIVEN.search(gap):
+            continue
+        word = text[owner[0] : owner[1]]
+        if owner[2] == "password" and not _wanted(word, gap + text[start:end], text[: owner[0]]):
+            continue
+        kind = _accepts(owner[2], shape, digits, text[start:end], _sentence_of(text, start))
+        if kind:
+            spans.append((kind, start, end))
+    return spans + _combinations(text, nouns)
+
+
+def _combinations(text: str, nouns: list[tuple[int, int, str]]) -> list[Span]:
+    """A lock's dial read out as three or more small numbers in its sentence: "左转到 27，右转到 8，再左到 41"."""
+    spans: list[Span] = []
+    for _, end, family in nouns:
+        if family != "lock":
+            continue
+        stop = _SENTENCE.search(text, end)
+        numbers = [
+            m
+            for m in _NUMBERS.finditer(text, end, stop.start() if stop else len(text))
+            if not _UNIT_AFTER.match(text, m.end()) and ":" not in text[max(0, m.start() - 1) : m.end() + 1]
+        ]
+        if len(numbers) >= 3:
+            spans.append(("password", numbers[0].start(), numbers[-1].end()))
+    return spans
+
+
+_ANSWER_SET = re.compile(
+    r"(?:\b(?:is|was|are|put|used|answered(?:\s+with)?|chose|it'?s)\b|[:=：]|答案\s*(?:是|为|[:：])?|是|为|叫"
+    r"|填(?:的|了)?)\s*",
+    re.I,
+)
+_EN_ANSWER = re.compile(
+    r"['\"“‘][^'\"”’]{1,30}['\"”’]|(?:(?:Mr|Mrs|Ms|Dr|Miss|St)\.?\s+)?[A-Z][a-z'’-]+(?:\s+[A-Z][a-z'’-]+){0,2}"
+)
+_ZH_ANSWER = re.compile(r"[“「『\"']?(?P<value>[\u4e00-\u9fffA-Za-z0-9]{1,16})[”」』\"']?")
+# What describes a question rather than answers it: "第一只宠物的名字", "the city where …".
+_DESCRIBES = re.compile(r"名字|姓名|名称|问题|什么|哪|谁|^(?:第一|我|你|他|她|母亲|父亲|妈妈|爸爸)|[的吗呢]$")
+_NOT_NAMES = frozenset({"I", "The", "A", "An", "My", "It", "What", "Which", "Where", "Who", "How", "When", "This"})
+_SCOPE_END = re.compile(r"[。!！\n;；]|\.(?=\s|$)")
+
+
+def _security_answers(text: str) -> list[Span]:
+    """The answer to a security question, said in the sentence that names one (or the one after its ?)."""
+    spans: list[Span] = []
+    for family in _SECURITY.finditer(text):
+        begin = max((m.end() for m in _SCOPE_END.finditer(text, 0, family.start())), default=0)
+        stop = _SCOPE_END.search(text, family.end())
+        scope_end = stop.start() if stop else len(text)
+        for binder in _ANSWER_SET.finditer(text, begin, scope_end):
+            at = binder.end()
+            if _NEGATION.search(text, max(begin, binder.start() - 8), binder.start()):
+                continue
+            en = _EN_ANSWER.match(text, at, scope_end)
+            if en and en.group().split()[0] not in _NOT_NAMES and not re.match(r"\s*[?？]", text[en.end() :]):
+                spans.append(("password", en.start(), en.end()))
+                break
+            zh = _ZH_ANSWER.match(text, at, scope_end)
+            value = zh.group("value") if zh else ""
+            if (
+                zh
+                and len(value) <= 8
+                and re.search(r"[\u4e00-\u9fff]", value)
+                and not _DESCRIBES.search(value)
+                and not re.match(r"(?:不|没|太|很|这|那|它|用|在|设)", value)
+                and not re.match(r"\s*[?？]", text[zh.end() :])
+            ):
+                spans.append(("password", zh.start(), zh.end()))
+                break
+    return spans
