@@ -30,23 +30,27 @@ _MORE_CREDENTIAL = re.compile(
     r"|network\s+name|name|ssid|6|7|路由|信号|网速|速度|名称|名字))"
     r"|\bhotspot\b|\b(?:recovery|backup)\s+(?:codes?|keys?)\b"
     r"|登录|登陆|密钥|秘钥|令牌|恢复码|备用码|备份码|热点|两步验证|验证器"
-    r"|背面[^，。,\s]{0,3}?[三3](?:个|位)数?字?",
+    r"|背面[^，。,\s]{0,3}?[三3](?:个|位)数?字?|\b(?:three|four|3|4)\s+(?:digits?|numbers?)\s+on\s+the\s+back\b"
+    # a variable named for a credential, as in a config line: DB_PASSWORD=…, smtp_pass: …
+    r"|(?<![A-Za-z0-9_])(?:[A-Za-z0-9]+_)*(?:pass(?:word)?|passwd|pwd|secret|token|api_?key|pin)(?:_[A-Za-z0-9]+)*"
+    r"(?=\s*[=:])",
     re.I,
 )
 _LOCK = re.compile(
-    r"\b(?:safe|vault|keypad|alarm|padlock|locker|lock|gate|door|garage|intercom|buzzer)s?\b"
+    r"\b(?:safe|vault|keypad|alarm|padlock|locker|lock|lockbox|key\s?box|key\s?safe|combo|gate|door|garage"
+    r"|intercom|buzzer|codes?)s?\b"
     r"|门禁|保险柜|保险箱|密码箱|密码锁|门锁|电子锁|指纹锁|大门|单元门|车库门|[门箱柜]锁",
     re.I,
 )
 _PHONE = re.compile(
     r"\b(?:phone|cell|mobile|tel|telephone|landline|whatsapp|call(?:ed|ing)?|ring|text\s+(?:me|him|her|them)"
-    r"|reach(?:ed)?|dial|(?:my|his|her|their|your|new|home|work|cell|mobile)\s+number)\b"
-    r"|电话|手机|座机|号码|联系方式|打给|拨打|微信",
+    r"|reach(?:ed)?|dial|numbers?|contact|fax|ping\s+me|hit\s+me\s+up)\b"
+    r"|电话|手机|座机|号码|联系|打给|拨打|打我|找我|微信",
     re.I,
 )
 _ACCOUNT = re.compile(
     r"\b(?:(?:bank|checking|savings?|current|deposit)\s+)?(?:account|acct)(?:\s+(?:number|no\.?|#))?"
-    r"|\bsort\s+code\b|\brouting(?:\s+number)?\b|\baba\b"
+    r"|\bsort\s+code\b|\brouting(?:\s+number)?\b|\baba\b|\bbsb\b"
     r"|账号|帐号|账户|帐户|户号",
     re.I,
 )
@@ -65,13 +69,17 @@ _SECURITY = re.compile(
 )
 # Nouns that own a number of their own: a value after one of them is that, not a secret.
 _OTHER = re.compile(
-    r"\b(?:orders?|tracking|parcel|shipment|invoice|receipt|ticket|booking|reservation|confirmation|flight"
+    r"\b(?:(?:orders?|tracking|parcel|shipment|invoice|receipt|ticket|booking|reservation|confirmation|flight"
     r"|train|seat|room|suite|apt|floor|isbn|sku|barcode|ean|upc|serial|model|version|build|release|commit|pr"
-    r"|issue|bug|error|cve|request|trace|meeting|case|reference|ref|postcode|zip|postal\s+code|stock|ticker"
-    r"|coupon|promo|discount|voucher|network\s+name|ssid|called|named|username|user\s+id|id|ends?\s+in"
-    r"|ending\s+in|last\s+(?:four|4|three|3)|port|extension|ext|item|price|total|number\s+of|door\s+number"
-    r"|gate\s+(?=\d{1,3}\b)|house|street|road|avenue|bus|route|channel|batch|lot|public\s+key|fingerprint"
-    r"|hash|sha\d*|md5|checksum|digest)\b"
+    r"|issue|bug|error|status|exit|cve|request|trace|meeting|case|reference|ref|postcode|zip|postal|area"
+    r"|country|stock|ticker|coupon|promo|discount|voucher|referral|invite|invitation|source|qr|bar|swift|bic"
+    r"|product|part|course|airport|tax|vat|registration|company|policy|member(?:ship)?|customer|client"
+    r"|student|employee|staff|vehicle|plate|table|platform|step|episode|track|lottery|house|street|road"
+    r"|avenue|bus|route|channel|batch|lot|item|extension|ext|port)(?:\s+(?:numbers?|no\.?|#|ids?|codes?|refs?))?"
+    r"|(?:door|gate|locker|user|page)\s+(?:numbers?|no\.?|#|ids?)(?=\s+(?:is\s+)?[A-Z]?\d{1,4}\b)"
+    r"|gate\s+(?=[A-Z]?\d{1,3}\b)"
+    r"|network\s+name|ssid|called|named|username|user\s+id|id|ends?\s+in|ending\s+in|last\s+(?:four|4|three|3)"
+    r"|price|total|numbers?\s+of|public\s+key|fingerprint|hash|sha\d*|md5|checksum|digest)\b"
     r"|(?:订单|单号|快递|物流|运单|发票|工单|合同|会议|房间|航班|车次|座位|邮编|股票|条码|型号|版本|批次|优惠券?|券"
     r"|名称|名字|用户名|会员|学号?|工号?|门牌|社会信用|商品|序列|邮政|[0-9]室|楼|栋|单元(?!门))"
     r"(?:号码|编号|代码|号|码)?|编号|代码|尾号|[后前][四六468]位",
@@ -218,6 +226,12 @@ def bound_values(text: str) -> list[Span]:
         return spans
     nouns = [noun for noun in _nouns(text) if noun[2] == "other" or not _META_AFTER.match(text, noun[1])]
     for start, end, shape, digits in _values(text):
+        named = _named_after(text, nouns, start, end)
+        if named:
+            kind = _accepts(named, shape, digits, text[start:end], _sentence_of(text, start))
+            if kind:
+                spans.append((kind, start, end))
+                continue
         owner = None
         for noun in nouns:
             if noun[1] > start:
@@ -237,6 +251,28 @@ def bound_values(text: str) -> list[Span]:
         if kind:
             spans.append((kind, start, end))
     return spans + _combinations(text, nouns)
+
+
+# A value then whose it is: "4821, that's my PIN", "0151 2345678 is Oma's number", "xyz99 是我的 wifi".
+_OWNED_AS = re.compile(
+    r"\s*[,，—–-]?\s*(?:(?:that|this|it|which)(?:'s|’s|\s+is|\s+was)|is|was|would\s+be|will\s+be|=|就是|这是|那是"
+    r"|是|为|作为|当作?)\s*(?:(?:my|our|his|her|their|the\s+user'?s|[A-Z][a-z]+'?s)\s+|(?:我|我们|他|她|家里|公司)的?)"
+    r"",
+)
+
+
+def _named_after(text: str, nouns: list[tuple[int, int, str]], start: int, end: int) -> str | None:
+    """The family of a noun the value is said to be, right after it, when nothing claims it before."""
+    owned = _OWNED_AS.match(text, end)
+    if not owned:
+        return None
+    if any(noun[2] == "other" and start - 12 <= noun[1] <= start for noun in nouns):
+        return None
+    after = sorted((noun for noun in nouns if owned.end() <= noun[0] <= owned.end() + 30), key=lambda n: n[0])
+    if not after or after[0][2] == "other":
+        return None
+    between = text[owned.end() : after[0][0]]
+    return after[0][2] if re.fullmatch(r"(?:[\w'’-]+\s*){0,3}", between) else None
 
 
 def _combinations(text: str, nouns: list[tuple[int, int, str]]) -> list[Span]:

@@ -35,10 +35,23 @@ _EN_DIGIT = {
     "eight": "8",
     "nine": "9",
 }
-_EN_WORD = r"(?:(?:double|triple)[ -])?(?:zero|oh|o|one|two|three|four|five|six|seven|eight|nine)"
-# Three or more digit words in a row ("four four one two", "five five five, oh one two three"); "oh" and
-# "o" are zeros inside such a run, or first in a long one ("oh seven seven zero zero …").
-_EN_RUN = re.compile(rf"(?<![\w'’-]){_EN_WORD}(?:[ ,.-]{{1,3}}{_EN_WORD}){{2,}}(?![\w'’])", re.I)
+_EN_TEENS = {
+    "ten": "10", "eleven": "11", "twelve": "12", "thirteen": "13", "fourteen": "14", "fifteen": "15",
+    "sixteen": "16", "seventeen": "17", "eighteen": "18", "nineteen": "19",
+}  # fmt: skip
+_EN_TENS = {
+    "twenty": "2", "thirty": "3", "forty": "4", "fifty": "5", "sixty": "6", "seventy": "7", "eighty": "8",
+    "ninety": "9",
+}  # fmt: skip
+_EN_ONES = r"(?:zero|oh|o|one|two|three|four|five|six|seven|eight|nine)"
+_EN_WORD = (
+    rf"(?:(?:{'|'.join(_EN_TENS)})(?:[ -](?:one|two|three|four|five|six|seven|eight|nine)(?![\w'’-]))?"
+    rf"|{'|'.join(_EN_TEENS)}|(?:(?:double|triple)[ -])?{_EN_ONES})"
+)
+# Digit words in a row ("four four one two", "five five five, oh one two three"), three or more, or two
+# when one is a tens or teens ("nineteen eighty-four", "thirty-two, fourteen, eight"); "oh" and "o" are
+# zeros inside such a run, or first in a long one ("oh seven seven zero zero …").
+_EN_RUN = re.compile(rf"(?<![\w'’-]){_EN_WORD}(?:[ ,.-]{{1,3}}{_EN_WORD})+(?![\w'’])", re.I)
 _EN_PIECE = re.compile(rf"(?<![a-z]){_EN_WORD}(?![a-z])", re.I)
 _DASHES = dict.fromkeys(map(ord, "‐‑‒–—―−﹣－"), "-") | {ord("·"): ".", ord("・"): "."}
 
@@ -123,16 +136,26 @@ def _chinese_digits(reading: Reading) -> Reading:
     return _rewrite(reading, edits) if edits else reading
 
 
+def _spoken(word: str) -> str:
+    """The digits one spoken number stands for: "double five" 55, "fourteen" 14, "eighty-four" 84."""
+    parts = re.split(r"[ -]", word.lower())
+    if parts[0] in _EN_TENS:
+        return _EN_TENS[parts[0]] + (_EN_DIGIT[parts[1]] if len(parts) > 1 else "0")
+    if parts[0] in _EN_TEENS:
+        return _EN_TEENS[parts[0]]
+    times = 3 if parts[0] == "triple" else 2 if parts[0] == "double" else 1
+    return _EN_DIGIT[parts[-1]] * times
+
+
 def _english_digits(reading: Reading) -> Reading:
     """Digit words become digits; what separated them goes, as it does when a number is written down."""
     edits = []
     for m in _EN_RUN.finditer(reading.text):
         pieces = []
         for word in _EN_PIECE.finditer(m.group()):
-            spoken = word.group().lower()
-            times = 3 if spoken.startswith("triple") else 2 if spoken.startswith("double") else 1
-            digit = _EN_DIGIT[spoken.rsplit(" ", 1)[-1].rsplit("-", 1)[-1]]
-            pieces.append((digit * times, m.start() + word.start(), m.start() + word.end()))
+            pieces.append((_spoken(word.group()), m.start() + word.start(), m.start() + word.end()))
+        if len(pieces) < 3 and sum(len(digits) for digits, _, _ in pieces) < 4:
+            continue  # "one two" and "twenty one" say a count, not a number read out
         if not m.group().lower().startswith("o") or len(pieces) >= 4:  # "oh, one…" is not a zero
             edits.append((m.start(), m.end(), pieces))
     return _rewrite(reading, edits) if edits else reading
@@ -143,6 +166,6 @@ def read(text: str) -> Reading:
     reading = _characters(text or "")
     if re.search(r"[〇零幺一二三四五六七八九壹贰叁肆伍陆柒捌玖]", reading.text):
         reading = _chinese_digits(reading)
-    if re.search(r"(?i)\b(?:zero|oh|one|two|three|four|five|six|seven|eight|nine)\b", reading.text):
+    if re.search(r"(?i)\b(?:zero|oh|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|\w+teen|\w+ty)\b", reading.text):
         reading = _english_digits(reading)
     return reading
