@@ -21,7 +21,7 @@ Span = tuple[str, int, int]
 # Families beyond the credential words ``secret_statements`` already names. A family decides which value
 # shapes it binds and what kind of secret it is.
 _MORE_CREDENTIAL = re.compile(
-    r"\bpuk\d?\b|\blog(?:s|ged|ging)?[\s-]?(?:in(?:to)?|on)\b|\bsign(?:s|ed|ing)?[\s-]?in(?:to)?\b|\blogin\b"
+    r"\bpuk\d?\b|\bpass\b(?!\s+(?:rate|mark|word|code|phrase|key))|\blog(?:s|ged|ging)?[\s-]?(?:in(?:to)?|on)\b|\bsign(?:s|ed|ing)?[\s-]?in(?:to)?\b|\blogin\b"
     r"|\bcredentials?\b|\bsecret\b|\b(?:api|access|secret|license|licence|product)\s+keys?\b"
     r"|\b(?:auth|access|bearer|bot|api|refresh|session|github|slack|npm)\s?tokens?\b"
     r"|\btoken\b(?!\s+(?:limits?|counts?|budgets?|usage|window|size))|\btotp\b|\b2fa\b|\bmfa\b|\bwlan\b"
@@ -38,7 +38,7 @@ _MORE_CREDENTIAL = re.compile(
 )
 _LOCK = re.compile(
     r"\b(?:safe|vault|keypad|alarm|padlock|locker|lock|lockbox|key\s?box|key\s?safe|combo|gate|door|garage"
-    r"|intercom|buzzer|codes?)s?\b"
+    r"|intercom|buzzer|codes?)s?\b|\b(?:punch(?:ed|ing)?|key(?:ed|ing)?|tap(?:ped|ping)?)\s+in\b"
     r"|门禁|保险柜|保险箱|密码箱|密码锁|门锁|电子锁|指纹锁|大门|单元门|车库门|[门箱柜]锁",
     re.I,
 )
@@ -56,15 +56,16 @@ _ACCOUNT = re.compile(
 )
 # An account number is a bank's only where the sentence is about a bank: "QQ 账号 12345678" is no secret.
 _BANK = re.compile(
-    r"bank|sort\s+code|routing|checking|savings|iban|swift|wire|transfer|deposit|银行|公积金|对公|开户|转账|汇款"
+    r"bank|sort\s+code|routing|bsb|\baba\b|checking|savings|iban|swift|wire|transfer|deposit|银行|公积金|对公|开户|转账|汇款"
     r"|储蓄|存折|工资",
     re.I,
 )
 # What a security question is answered with: the family, and the words that set the answer.
 _SECURITY = re.compile(
-    r"\bsecurity\s+(?:question|answer)s?\b|\bsecret\s+question\b|\bmaiden\s+name\b"
+    r"\b(?:security|secret|recovery)\s+(?:question|answer)s?\b|\bmaiden\s+name\b"
+    r"|\bmemorable\s+(?:word|information|info|date|name|place)\b|\b(?:secret|code)\s+word\b"
     r"|\banswer\s+to\b(?=[^.!?\n]{0,40}\b(?:pet|maiden|teacher|school|street|born|city|car|friend|nickname)\b)"
-    r"|密保|安全问题|保密问题|娘家姓",
+    r"|密保|安全问题|保密问题|预留问题|预留信息|娘家姓",
     re.I,
 )
 # Nouns that own a number of their own: a value after one of them is that, not a secret.
@@ -78,7 +79,7 @@ _OTHER = re.compile(
     r"|avenue|bus|route|channel|batch|lot|item|extension|ext|port)(?:\s+(?:numbers?|no\.?|#|ids?|codes?|refs?))?"
     r"|(?:door|gate|locker|user|page)\s+(?:numbers?|no\.?|#|ids?)(?=\s+(?:is\s+)?[A-Z]?\d{1,4}\b)"
     r"|gate\s+(?=[A-Z]?\d{1,3}\b)"
-    r"|network\s+name|ssid|called|named|username|user\s+id|id|ends?\s+in|ending\s+in|last\s+(?:four|4|three|3)"
+    r"|(?:boarding|bus|season|day|ski|hall|guest)\s+pass|network\s+name|ssid|called|named|username|user\s+id|id|ends?\s+in|ending\s+in|last\s+(?:four|4|three|3)"
     r"|price|total|numbers?\s+of|public\s+key|fingerprint|hash|sha\d*|md5|checksum|digest)\b"
     r"|(?:订单|单号|快递|物流|运单|发票|工单|合同|会议|房间|航班|车次|座位|邮编|股票|条码|型号|版本|批次|优惠券?|券"
     r"|名称|名字|用户名|会员|学号?|工号?|门牌|社会信用|商品|序列|邮政|[0-9]室|楼|栋|单元(?!门))"
@@ -99,7 +100,8 @@ _DIGITS = re.compile(
     r"(?![A-Za-z0-9_/])"
 )
 _MIXED = re.compile(
-    r"(?<![A-Za-z0-9_@./-])(?=[!-~]*[A-Za-z])(?=[!-~]*(?:\d|[!#$%&*@^~?]))[A-Za-z\d!#$%&*@^~?_+=.\-]{4,64}"
+    r"(?<![A-Za-z0-9_@./-])(?=[\w!#$%&*@^~+.-]*[A-Za-z])(?=[\w!#$%&*@^~+.-]*(?:\d|[!#$%&*@^~][\w!#$%&*@^~+.-]))"
+    r"[A-Za-z\d!#$%&*@^~_+.\-]{4,64}={0,2}"
     r"(?<![.,;:!?])(?![A-Za-z0-9_@/])"
 )
 _QUOTED = re.compile(r"(?<![A-Za-z])['\"“‘「『《]([^'\"”’」』》\n]{1,40})['\"”’」』》](?![A-Za-z])")
@@ -160,6 +162,11 @@ def _mixed_value(token: str) -> bool:
     return bool(re.search(r"\d", token)) or len(token) >= 6
 
 
+# "sign in", "log in", "pass" and "key in" are what someone does; after a determiner they are things.
+_VERB_NOUN = re.compile(r"(?:sign|log|pass|key|tap|punch)\b", re.I)
+_DETERMINED = re.compile(r"\b(?:a|an|the|this|that|these|those|one|each|every|some|any|no)\s+$", re.I)
+
+
 def _nouns(text: str) -> list[tuple[int, int, str]]:
     """(start, end, family) of every noun that names something a value may belong to, by where they end."""
     found = []
@@ -171,7 +178,11 @@ def _nouns(text: str) -> list[tuple[int, int, str]]:
         ("account", _ACCOUNT),
         ("other", _OTHER),
     ):
-        found += [(m.start(), m.end(), family) for m in pattern.finditer(text)]
+        found += [
+            (m.start(), m.end(), family)
+            for m in pattern.finditer(text)
+            if not (_VERB_NOUN.match(m.group()) and _DETERMINED.search(text, max(0, m.start() - 12), m.start()))
+        ]
     others = [(start, end) for start, end, family in found if family == "other"]
     found = [
         noun
@@ -223,9 +234,15 @@ def bound_values(text: str) -> list[Span]:
     """(kind, start, end) of every value a sensitive noun binds in ``text`` (already in normal form)."""
     spans = _security_answers(text)
     if not re.search(r"\d|['\"“‘「『]", text):
+        return spans + _seed_phrases(text)
+    if not re.search(r"\d|['\"“‘「『]", text):
         return spans
+    values = list(_values(text))
+    if not values:  # most text holds nothing a noun could bind; its nouns need not be read
+        dials = _combinations(text, _nouns(text)) if len(_NUMBERS.findall(text)) >= 3 else []
+        return spans + dials + _seed_phrases(text)
     nouns = [noun for noun in _nouns(text) if noun[2] == "other" or not _META_AFTER.match(text, noun[1])]
-    for start, end, shape, digits in _values(text):
+    for start, end, shape, digits in values:
         named = _named_after(text, nouns, start, end)
         if named:
             kind = _accepts(named, shape, digits, text[start:end], _sentence_of(text, start))
@@ -245,12 +262,13 @@ def bound_values(text: str) -> list[Span]:
         if _SENTENCE.search(gap) or _NOT_GIVEN.search(gap):
             continue
         word = text[owner[0] : owner[1]]
-        if owner[2] == "password" and not _wanted(word, gap + text[start:end], text[: owner[0]]):
-            continue
+        generated = shape == "mixed" and end - start >= 16 and word.lower() == "key"
+        if owner[2] == "password" and not generated and not _wanted(word, gap + text[start:end], text[: owner[0]]):
+            continue  # a bare "key" binds only what looks generated: "the Mailgun key is key-3ax6…"
         kind = _accepts(owner[2], shape, digits, text[start:end], _sentence_of(text, start))
         if kind:
             spans.append((kind, start, end))
-    return spans + _combinations(text, nouns)
+    return spans + _combinations(text, nouns) + _seed_phrases(text)
 
 
 # A value then whose it is: "4821, that's my PIN", "0151 2345678 is Oma's number", "xyz99 是我的 wifi".
@@ -292,9 +310,34 @@ def _combinations(text: str, nouns: list[tuple[int, int, str]]) -> list[Span]:
     return spans
 
 
+# A wallet's recovery words: twelve to twenty-four plain words (or single 汉字) in a row, beside a word for them.
+_WORD_RUN = re.compile(
+    r"(?<![A-Za-z'’-])[a-z]{3,8}(?:,?[ \t]{1,2}[a-z]{3,8}){11,23}(?![A-Za-z'’-])"
+    r"|(?<![\u4e00-\u9fff])[\u4e00-\u9fff](?:,?[ \t]{1,2}[\u4e00-\u9fff]){11,23}(?![\u4e00-\u9fff])"
+)
+_WALLET = re.compile(r"wallet|seed|mnemonic|recovery|phrase|words|bip-?39|ledger|trezor|metamask|助记词|钱包|种子", re.I)
+_STOPWORDS = frozenset(
+    re.findall(
+        r"\w+",
+        "the and for with that this you are was but not have from they will would there their what about which"
+        " when your can all has had been our out into them then than also just like some more very its who how"
+        " why she his her him",
+    )
+)
+
+
+def _seed_phrases(text: str) -> list[Span]:
+    spans: list[Span] = []
+    for m in _WORD_RUN.finditer(text):
+        words = re.split(r",?\s+", m.group())
+        if _STOPWORDS.isdisjoint(words) and _WALLET.search(_sentence_of(text, m.start())):
+            spans.append(("password", m.start(), m.end()))
+    return spans
+
+
 _ANSWER_SET = re.compile(
     r"(?:\b(?:is|was|are|put|used|answered(?:\s+with)?|chose|it'?s)\b|[:=：]|答案\s*(?:是|为|[:：])?|是|为|叫"
-    r"|填(?:的|了)?)\s*",
+    r"|填(?:的|了)?(?:是|为)?)\s*",
     re.I,
 )
 _EN_ANSWER = re.compile(

@@ -82,6 +82,12 @@ _ZH_NOT_VALUE = re.compile(
     r"|长|短|重要|必填|必需|必要|至少|最少|最多|多少|什么|啥|哪|几|由|被|在|放在|写在|存在|记在|贴在|随机|请"
     r"|这|那|它|谁|怎么|为什么|如何|[\d一二三四五六七八九十两]+\s*(?:位|个字符|个字|个数字|字符|个字母))"
 )
+# Where it is kept, said with any verb of putting: "taped under the router", "stuck to the fridge".
+_PLACED = re.compile(
+    r"(?:[a-z]+ed|written|hidden|stuck|put|kept|left)\s+(?:up\s+|down\s+)?(?:under|on|in|inside|behind|at|beside|next\s+to|near|above|below"
+    r"|onto|into|to|somewhere)\b",
+    re.I,
+)
 _MASK = re.compile(r"[*•●xX#._\-\s]+")
 _QUESTION = re.compile(
     r"[?？]|吗|什么|多少|哪|啥|几位|是不是|\b(?:what|which|how|whether)\b|\b(?:ask(?:s|ed)?|wonder(?:s|ed)?)\s+if\b",
@@ -157,7 +163,7 @@ def _is_value(value: str, *, zh: bool) -> bool:
         return False
     if CREDENTIAL.search(value):
         return False  # "use a password manager for my passwords": a value does not name a credential
-    if _EN_NOT_VALUE.match(value) or _EN_JUDGEMENT.match(value):
+    if _EN_NOT_VALUE.match(value) or _EN_JUDGEMENT.match(value) or _PLACED.match(value):
         return False
     if zh or re.match(r"[\u3400-\u9fff]", value):
         if _ZH_NOT_VALUE.match(value):
