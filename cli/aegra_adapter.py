@@ -14,6 +14,10 @@ process:
   done-key with every other waiter, one Redis pipeline per 0.1 s (``cli.server_wait``);
 - a cron fires for any owner id: one whose owner holds no token any more is now disabled instead (the run
   of a cron that does fire gets the rights its owner's tokens grant then: ``nodes.context.rights_now``);
+- a cron fires whatever its owner already has running: 28 runs of one user at once against a limit of 2.
+  A fired run now takes a slot of its owner's ``runs_per_user`` (``graph.limits``, shared with the edge,
+  and the owner's pending and running runs in the database, which every replica writes); with none free it
+  is not created, and the cron stays due: it fires at the first scheduler tick with a free slot;
 - a cron is found by its creator only, so an administrator (``server:crons``) could not remove another
   user's. A delete the auth handler allowed as an administrator's (``nodes.tokens.CRON_ADMIN``) now finds
   the cron by its id.
@@ -45,6 +49,8 @@ FINGERPRINTS = {
     ("aegra_api.services.worker_executor", "_is_run_terminal"): "bdb4445ef3c9fac4",
     ("aegra_api.services.worker_executor", "WorkerExecutor.wait_for_completion"): "d64940b7ecb0726a",
     ("aegra_api.services.cron_scheduler", "_validate_cron_user"): "c96e57eebfffcc45",
+    ("aegra_api.services.cron_scheduler", "CronScheduler._fire_cron"): "e63507e70cc9aee0",
+    ("aegra_api.services.run_preparation", "_prepare_run"): "6fb453c1b1125b80",
     ("aegra_api.services.cron_service", "CronService.delete_cron"): "2de5438d19dfa56d",
     ("aegra_api.api.crons", "delete_cron"): "92eca045b011c411",
 }
@@ -106,6 +112,7 @@ def install(executor: Any) -> bool:
     _patch_waits(executor)
     _patch_cron_owners()
     _patch_cron_admins()
+    _patch_cron_limits()
     return True
 
 
@@ -125,6 +132,58 @@ def _patch_cron_owners() -> None:
     from aegra_api.services import cron_scheduler
 
     cron_scheduler._validate_cron_user = cron_owner_holds_a_token
+
+
+def _patch_cron_limits() -> None:
+    """A fired run counts against its owner's runs in flight. The scheduler builds each fired run with the
+    ``_prepare_run`` it imported (the API's routes have their own), so that name is wrapped: over the limit
+    it raises the 429 that ``_fire_cron`` logs, and ``_fire_cron`` then keeps the cron due (not advanced)."""
+    from aegra_api.core.orm import Run as RunORM
+    from aegra_api.core.orm import _get_session_maker
+    from aegra_api.services import cron_scheduler
+    from aegra_api.services.run_status import ACTIVE_RUN_STATES
+    from fastapi import HTTPException
+    from sqlalchemy import func, select
+
+    from graph.limits import process_limits
+    from nodes.settings import Settings
+    from nodes.tokens import tokens_configured
+
+    prepare = cron_scheduler._prepare_run
+
+    async def still_active(run_id: str) -> bool:
+        try:
+            async with _get_session_maker()() as session:
+                status = await session.scalar(select(RunORM.status).where(RunORM.run_id == run_id))
+        except Exception:  # the database away: the run keeps its slot until it can be asked
+            return True
+        return status in ACTIVE_RUN_STATES
+
+    async def prepare_in_a_free_slot(session: Any, thread_id: str, request: Any, user: Any, **kwargs: Any) -> Any:
+        if not tokens_configured():  # nobody is told apart: no per-caller limits, as at the edge
+            return await prepare(session, thread_id, request, user, **kwargs)
+        owner, limit = str(user.identity), Settings.current().runs_per_user
+        active = await session.scalar(
+            select(func.count()).select_from(RunORM).where(
+                RunORM.user_id == owner, RunORM.status.in_(ACTIVE_RUN_STATES)
+            )
+        )
+        limits = process_limits()
+        if not await limits.admit(owner, limit, seen=int(active or 0)):
+            detail = (
+                f"{owner!r} has {max(limits.in_flight(owner), int(active or 0))} runs in flight, the most "
+                f"allowed (runs_per_user={limit}): this cron fires at the first tick with a free slot"
+            )
+            log.warning("scheduled run not started yet: %s", detail)
+            raise HTTPException(429, detail)
+        try:
+            run_id, run, job = await prepare(session, thread_id, request, user, **kwargs)
+            limits.track(owner, [lambda: still_active(run_id)])
+        finally:
+            limits.release(owner, 1)
+        return run_id, run, job
+
+    cron_scheduler._prepare_run = prepare_in_a_free_slot
 
 
 def _patch_cron_admins() -> None:

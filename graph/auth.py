@@ -13,6 +13,9 @@ is authenticated.
   names the key, before the run is queued.
 - A run's input messages must each coerce to a message (role user/assistant/system/tool, ...): anything
   else is a 422 before the run is queued, so nothing of it reaches the thread's checkpoint.
+- A run the runtime starts on its own (a cron's, on ``langgraph dev``: created outside any request the edge
+  passed) is checked the same way, starts only while its owner holds a token and has a free run slot
+  (``graph.limits``), and otherwise is refused with a line in the log: that firing is skipped.
 - Store items live under their owner's namespace (``(user_id, ...)``); assistants (whose config and
   context would apply to every run) are created, changed and deleted by admins only.
 """
@@ -20,11 +23,14 @@ is authenticated.
 from __future__ import annotations
 
 import hmac
+import logging
+import time
 from typing import Any
 from urllib.parse import urlsplit
 
 from langgraph_sdk import Auth
 
+from graph.limits import THROUGH_EDGE, Alive, CallerLimits, process_limits
 from nodes.context import (
     DEV_MARK,
     GROUP_PREFIX,
@@ -44,7 +50,7 @@ from nodes.state import (
     check_caller_command,
     check_input,
 )
-from nodes.tokens import CRON_ADMIN, TOKENS_ENV, token_table
+from nodes.tokens import CRON_ADMIN, TOKENS_ENV, held_by, token_table, tokens_configured
 from tools.permissions import resolve_grant
 
 __all__ = ["TOKENS_ENV", "Unauthenticated", "auth", "identify", "refusal"]
@@ -55,6 +61,10 @@ ASSISTANTS_PERMISSION = (
 )
 CRONS_PERMISSION = "server:crons"  # admins have it: find and delete anyone's crons
 MAX_HEADER = 4096
+FIRED_RUN = "kb_agent_fired_run"  # stamped on a fired run's metadata: its new thread is found by it
+NOT_YET_CREATED = 5.0  # seconds a fired run not found yet still counts (the runtime creates it after us)
+
+log = logging.getLogger("kb_agent.server")
 
 auth = Auth()
 
@@ -218,10 +228,77 @@ async def threads_of_their_owner(ctx: Auth.types.AuthContext, value: Any) -> dic
 async def runs_with_checked_context(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
     # langgraph-api nests the run's payload under "kwargs"; Aegra (kb-agent serve) passes it flat.
     kwargs = value.get("kwargs") if isinstance(value.get("kwargs"), dict) else value
-    _check_run_payload(ctx, kwargs.get("context"), _caller_configurable(kwargs))
+    fired = not THROUGH_EDGE.get()
+    context = kwargs.get("context")
+    if fired and isinstance(context, dict):  # the runtime copied the cron's configurable (cron_id, ...) there
+        context = {k: v for k, v in context.items() if not str(k).startswith(_SERVER_KEYS)} or None
+    _check_run_payload(ctx, context, _caller_configurable(kwargs))
     _check_run_input(kwargs.get("input"), kwargs.get("command"))
     _check_webhook(kwargs.get("webhook"))
-    return _stamp_and_filter(ctx, value)
+    filters = _stamp_and_filter(ctx, value)
+    if fired:
+        await _admit_fired_run(_owner(ctx), value)
+    return filters
+
+
+async def _admit_fired_run(owner: str, value: dict[str, Any]) -> None:
+    """A run the runtime starts on its own (a cron's) counts against its owner's runs in flight, like one
+    they asked for: it starts in a free slot, while they hold a token, or not at all (this firing is skipped,
+    and the log says why). Without tokens nobody is told apart, as at the edge."""
+    if not tokens_configured():
+        return
+    cron = _cron_of(value)
+    if held_by(owner) is None:
+        log.warning("scheduled run of %r (cron %s) not started: they hold no token any more", owner, cron)
+        raise Auth.exceptions.HTTPException(status_code=403, detail=f"{owner!r} holds no token any more")
+    limits, limit = process_limits(), Settings.current().runs_per_user
+    if not await limits.admit(owner, limit):
+        detail = (
+            f"{owner!r} has {limits.in_flight(owner)} runs in flight, the most allowed (runs_per_user={limit}); "
+            f"this firing of cron {cron} is skipped, the next one starts if a slot is free"
+        )
+        log.warning("scheduled run not started: %s", detail)
+        raise Auth.exceptions.HTTPException(status_code=429, detail=detail)
+    thread_id = value.get("thread_id")
+    run_id = str(value.get("run_id"))
+    metadata = value.get("metadata")
+    if isinstance(metadata, dict):
+        metadata[FIRED_RUN] = run_id  # in place, like the owner: a new thread carries it
+    limits.track(owner, [_fired_run_alive(limits, owner, str(thread_id) if thread_id else None, run_id)])
+    limits.release(owner, 1)
+
+
+def _cron_of(value: dict[str, Any]) -> str:
+    kwargs: Any = value.get("kwargs") if isinstance(value.get("kwargs"), dict) else value
+    config = kwargs.get("config")
+    configurable = config.get("configurable") if isinstance(config, dict) else None
+    return str(configurable.get("cron_id") or "?") if isinstance(configurable, dict) else "?"
+
+
+def _fired_run_alive(limits: CallerLimits, owner: str, thread_id: str | None, run_id: str) -> Alive:
+    """Whether a fired run is still pending or running, asked of the runtime as its owner (with a token of
+    theirs: nothing is asked that the owner could not ask). A run of a cron without a thread is found by
+    the mark its new thread carries; one not found yet counts for a few seconds (it is being created)."""
+    born = time.monotonic()
+
+    async def alive() -> bool:
+        token = next((t.decode() for t, who in token_table().items() if who["user"] == owner), None)
+        if token is None or limits.ask is None:
+            return False  # the run does not run for an owner without a token
+        headers = {"authorization": f"Bearer {token}"}
+        thread = thread_id
+        if thread is None:
+            status, found = await limits.ask(headers, "/threads/search", "POST", {"metadata": {FIRED_RUN: run_id}, "limit": 1})
+            if status == 200 and isinstance(found, list) and found and isinstance(found[0], dict):
+                thread = str(found[0].get("thread_id"))
+            else:
+                return time.monotonic() - born < NOT_YET_CREATED
+        status, run = await limits.ask(headers, f"/threads/{thread}/runs/{run_id}", "GET", None)
+        if status == 404:
+            return time.monotonic() - born < NOT_YET_CREATED
+        return status == 200 and isinstance(run, dict) and run.get("status") in ("pending", "running")
+
+    return alive
 
 
 @auth.on.crons

@@ -12,7 +12,7 @@ payload but not every request's body, so what must hold for any request is check
   without the checks of the runs API, so they are closed;
 - ``/metrics`` and the API docs need a valid token unless the operator opened them (``open_routes``);
 - with tokens, each caller has a request rate and a number of runs in flight, queued beyond
-  (``graph.limits``);
+  (``graph.limits``); a new cron counts as a run-creating request (Aegra starts its first run at once);
 - ``/ui`` is the chat page (``graph.ui``), served here so both runtimes have it on the API's own origin;
 - ``GET /health`` is answered here: every dependency checked at once, each within a deadline
   (``graph.health``);
@@ -22,6 +22,7 @@ payload but not every request's body, so what must hold for any request is check
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import sys
@@ -29,7 +30,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from graph.auth import Unauthenticated, identify, refusal
-from graph.limits import Busy, CallerLimits, created_runs
+from graph.limits import THROUGH_EDGE, Busy, created_runs, process_limits
 from graph.ui_http import SECURITY_HEADERS
 from nodes.settings import OPENABLE_ROUTES, Settings
 from nodes.state import InvalidInputError, check_caller_command, check_caller_update
@@ -172,7 +173,8 @@ class Edge:
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
-        self.limits = CallerLimits(self._still_running)
+        self.limits = process_limits()  # shared with the runs the runtime starts itself (a cron's)
+        self.limits.ask = self._ask
         self._ui: ASGIApp | None = None
 
     @property
@@ -204,6 +206,16 @@ class Edge:
         return await self._ask(forwarded, path, method)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):  # the lifespan starts the runtime's own tasks (crons)
+            await self.app(scope, receive, send)
+            return
+        passed = THROUGH_EDGE.set(True)  # runs created while serving this request passed the edge
+        try:
+            await self._serve(scope, receive, send)
+        finally:
+            THROUGH_EDGE.reset(passed)
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
         if scope["type"] == "websocket" and (EVENT_PROTOCOL.fullmatch(path) or not known_route(path)):
             await send({"type": "websocket.close", "code": 1008, "reason": "closed: use /threads/{id}/runs"})
@@ -251,10 +263,10 @@ class Edge:
         try:
             self.limits.take_request(user, settings.requests_per_minute)
             created = RUN_CREATE.fullmatch(path) if method == "POST" else None
-            if created is None:
+            if created is None and not (method == "POST" and CRON_CREATE.fullmatch(path)):
                 return 0
             need = 1
-            if created["kind"] == "batch":
+            if created is not None and created["kind"] == "batch":
                 try:
                     batch = json.loads(body or b"[]")
                 except ValueError:
@@ -268,7 +280,8 @@ class Edge:
     async def _run(self, scope: Scope, receive: Receive, send: Send, user: str, slots: int) -> None:
         """Pass a run-creating request on, holding its slots: until the response ends for a waiting or
         streaming request, until the runs end for background ones (tracked from the response)."""
-        background = RUN_CREATE.fullmatch(scope.get("path", ""))["kind"] in (None, "batch")  # type: ignore[index]
+        created = RUN_CREATE.fullmatch(scope.get("path", ""))
+        background = created is None or created["kind"] in (None, "batch")  # a cron answers with its first run
         status, chunks, located = 0, [], []
 
         async def watched(message: Message) -> None:
@@ -283,12 +296,12 @@ class Edge:
         try:
             await self.app(scope, receive, watched)
         finally:
-            if background and status == 200:
-                self.limits.track(user, _forwarded(scope), created_runs(b"".join(chunks)))
-            elif status == 200 and located:
+            runs = created_runs(b"".join(chunks)) if background else located
+            if status == 200 and runs:
                 # A waiting or streaming request can end (the caller hung up) while its run goes on: it
                 # counts until the runtime says it ended, like a background run.
-                self.limits.track(user, _forwarded(scope), located)
+                headers = _forwarded(scope)
+                self.limits.track(user, [functools.partial(self._still_running, headers, t, r) for t, r in runs])
             self.limits.release(user, slots)
 
     async def _check_cron_count(self, scope: Scope, cap: int) -> None:

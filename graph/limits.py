@@ -1,26 +1,35 @@
-"""Limits per server caller, kept by the edge (``graph.edge``) in each server process.
+"""Limits per server caller, kept in each server process (:func:`process_limits`): by the edge
+(``graph.edge``) for the runs callers ask for, and by the runtime's own hooks for the runs it starts itself
+(a cron's: ``graph.auth`` on ``langgraph dev``, ``cli.aegra_adapter`` on ``kb-agent serve``).
 
 - A request rate per caller (a token bucket of ``requests_per_minute``): beyond it, a 429 with Retry-After.
 - Runs in flight per caller (``runs_per_user``): a run-creating request past them waits in the caller's
   queue for a free slot (``run_queue_per_user`` of them), and beyond the queue is a 429. So one caller's
   flood occupies at most their own slots of the server's workers, and everyone else's questions start at once.
+- A run the runtime starts on its own starts only in a free slot of its owner (:meth:`CallerLimits.admit`);
+  otherwise it does not start now, and the hook says so.
 
-A run is in flight while its waiting or streaming request is open, and a background run (``POST .../runs``)
-from its creation until the runtime says it is no longer pending or running (asked, as the caller, only
-when the caller is at their limit).
+A run is in flight while its waiting or streaming request is open, and from its creation until the runtime
+says it is no longer pending or running (asked only when its owner is at their limit): a background run
+(``POST .../runs``), a stream whose caller hung up, a cron's first run, a run a cron fired.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import math
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-StillRunning = Callable[[dict[str, str], str, str], Awaitable[bool]]
+Alive = Callable[[], Awaitable[bool]]  # whether one tracked run is still pending or running
+# (status, JSON body) of a request to the server's own API with the given headers: (headers, path, method, body)
+Ask = Callable[[dict[str, str], str, str, Any], Awaitable[tuple[int, Any]]]
+# Set for every request the edge passes on: a run created outside one was started by the runtime itself.
+THROUGH_EDGE: contextvars.ContextVar[bool] = contextvars.ContextVar("kb_agent_through_edge", default=False)
 REFRESH_EVERY = 0.5  # seconds between two looks at a caller's background runs while they wait
 
 
@@ -38,7 +47,7 @@ class _Caller:
     tokens: float = 0.0
     refilled: float = 0.0
     open: int = 0  # waiting or streaming run requests
-    background: list[tuple[dict[str, str], str, str]] = field(default_factory=list)
+    background: list[Alive] = field(default_factory=list)
     queued: int = 0
     looked: float = 0.0
     freed: asyncio.Event = field(default_factory=asyncio.Event)
@@ -47,10 +56,10 @@ class _Caller:
 class CallerLimits:
     """The rate and the run slots of every caller this process has seen (a few bytes each)."""
 
-    def __init__(self, still_running: StillRunning, clock: Callable[[], float] = time.monotonic) -> None:
-        self.still_running = still_running
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self.clock = clock
         self.callers: dict[str, _Caller] = {}
+        self.ask: Ask | None = None  # the edge's way to the runtime's API (set by ``graph.edge.Edge``)
 
     def _caller(self, user: str) -> _Caller:
         caller = self.callers.get(user)
@@ -104,15 +113,28 @@ class CallerLimits:
         finally:
             caller.queued -= 1
 
+    async def admit(self, user: str, limit: int, seen: int = 0) -> bool:
+        """Take one run slot for a run the runtime starts on its own, only if one is free now (never waits:
+        the runtime's scheduler would wait for everyone). ``seen``: runs of the user the runtime itself
+        counts, which may include ones of other processes. Once the run exists, :meth:`track` it and
+        :meth:`release` the slot; if it is not created, just release it."""
+        caller = self._caller(user)
+        if max(self.in_flight(user), seen) + 1 > limit:
+            await self._look(caller, force=True)
+        if max(self.in_flight(user), seen) + 1 > limit:
+            return False
+        caller.open += 1
+        return True
+
     def release(self, user: str, count: int) -> None:
         caller = self._caller(user)
         caller.open = max(0, caller.open - count)
         caller.freed.set()
 
-    def track(self, user: str, headers: dict[str, str], runs: list[tuple[str, str]]) -> None:
-        """Background runs the caller just created: in flight until the runtime says otherwise."""
+    def track(self, user: str, runs: list[Alive]) -> None:
+        """Runs of the user that now exist: in flight until their check says they are not."""
         caller = self._caller(user)
-        caller.background.extend((headers, thread_id, run_id) for thread_id, run_id in runs)
+        caller.background.extend(runs)
 
     async def _look(self, caller: _Caller, force: bool = False) -> None:
         """Drop the caller's background runs that are no longer pending or running."""
@@ -121,14 +143,22 @@ class CallerLimits:
             return
         caller.looked = now
         looked_at = list(caller.background)  # others may track or drop runs while we wait for answers
-        running = await asyncio.gather(
-            *(self.still_running(headers, thread, run) for headers, thread, run in looked_at),
-            return_exceptions=True,
-        )
+        running = await asyncio.gather(*(alive() for alive in looked_at), return_exceptions=True)
         ended = {id(entry) for entry, alive in zip(looked_at, running, strict=True) if alive is False}
         if ended:
             caller.background = [entry for entry in caller.background if id(entry) not in ended]
             caller.freed.set()
+
+
+_PROCESS: CallerLimits | None = None
+
+
+def process_limits() -> CallerLimits:
+    """This process's limits, one for the edge and the runtime's hooks alike (every run counts once)."""
+    global _PROCESS
+    if _PROCESS is None:
+        _PROCESS = CallerLimits()
+    return _PROCESS
 
 
 def created_runs(body: bytes) -> list[tuple[str, str]]:

@@ -13,6 +13,7 @@ import pytest
 from langgraph_sdk import Auth
 
 from graph import auth as server_auth
+from graph.limits import THROUGH_EDGE
 from nodes.context import DEV_MARK, HEADER_MARK, TOKEN_MARK
 
 
@@ -94,7 +95,12 @@ class Ctx:
 
 
 def _call(handler: Any, ctx: Ctx, value: Any) -> Any:
-    return asyncio.run(handler(ctx, value))
+    """The handler as a caller's request meets it: one the edge passed on."""
+    passed = THROUGH_EDGE.set(True)
+    try:
+        return asyncio.run(handler(ctx, value))
+    finally:
+        THROUGH_EDGE.reset(passed)
 
 
 def _status(handler: Any, ctx: Ctx, value: Any) -> int:

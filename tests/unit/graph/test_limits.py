@@ -15,6 +15,12 @@ from graph.edge import Edge
 from graph.limits import Busy, CallerLimits, created_runs
 
 
+@pytest.fixture(autouse=True)
+def fresh_process_limits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test's edges share limits of their own (a server process has one)."""
+    monkeypatch.setattr("graph.limits._PROCESS", None)
+
+
 class Clock:
     def __init__(self) -> None:
         self.now = 1000.0
@@ -23,13 +29,9 @@ class Clock:
         return self.now
 
 
-async def _never(headers: dict[str, str], thread: str, run: str) -> bool:
-    return True
-
-
 def test_the_request_rate_refills_over_the_minute() -> None:
     clock = Clock()
-    limits = CallerLimits(_never, clock)
+    limits = CallerLimits(clock)
     for _ in range(3):
         limits.take_request("alice", 3)
     with pytest.raises(Busy) as busy:
@@ -44,7 +46,7 @@ def test_the_request_rate_refills_over_the_minute() -> None:
 
 def test_runs_past_the_limit_wait_in_the_queue_and_past_the_queue_are_busy() -> None:
     async def go() -> None:
-        limits = CallerLimits(_never)
+        limits = CallerLimits()
         await limits.acquire("alice", 1, limit=2, queue=1)
         await limits.acquire("alice", 1, limit=2, queue=1)
         third = asyncio.create_task(limits.acquire("alice", 1, limit=2, queue=1))
@@ -66,13 +68,16 @@ def test_background_runs_hold_their_slot_until_the_runtime_says_they_ended() -> 
     running = {"r1": True, "r2": True}
     asked: list[str] = []
 
-    async def still_running(headers: dict[str, str], thread: str, run: str) -> bool:
-        asked.append(run)
-        return running[run]
+    def still_running(run: str) -> Any:
+        async def alive() -> bool:
+            asked.append(run)
+            return running[run]
+
+        return alive
 
     async def go() -> None:
-        limits = CallerLimits(still_running)
-        limits.track("alice", {"authorization": "Bearer t"}, [("t1", "r1"), ("t2", "r2")])
+        limits = CallerLimits()
+        limits.track("alice", [still_running("r1"), still_running("r2")])
         waiting = asyncio.create_task(limits.acquire("alice", 1, limit=2, queue=1))
         await asyncio.sleep(0.1)
         assert not waiting.done() and set(asked) == {"r1", "r2"}
@@ -192,18 +197,22 @@ def test_looks_at_background_runs_may_overlap_with_new_ones() -> None:
     mismatched (the look used to zip its answers against a list that had changed)."""
     gate = asyncio.Event()
 
-    async def slow(headers: dict[str, str], thread: str, run: str) -> bool:
-        await gate.wait()
-        return run != "r1"
+    def slow(run: str) -> Any:
+        async def alive() -> bool:
+            await gate.wait()
+            return run != "r1"
+
+        alive.run = run  # type: ignore[attr-defined]
+        return alive
 
     async def go() -> None:
-        limits = CallerLimits(slow)
-        limits.track("alice", {}, [("t", "r1"), ("t", "r2")])
+        limits = CallerLimits()
+        limits.track("alice", [slow("r1"), slow("r2")])
         looks = [asyncio.create_task(limits._look(limits._caller("alice"), force=True)) for _ in range(3)]
         await asyncio.sleep(0.05)
-        limits.track("alice", {}, [("t", "r3")])
+        limits.track("alice", [slow("r3")])
         gate.set()
         await asyncio.gather(*looks)
-        assert [run for _, _, run in limits._caller("alice").background] == ["r2", "r3"]
+        assert [alive.run for alive in limits._caller("alice").background] == ["r2", "r3"]  # type: ignore[attr-defined]
 
     asyncio.run(go())
