@@ -146,6 +146,18 @@ def test_a_fired_run_of_an_owner_who_holds_no_token_is_refused() -> None:
     asyncio.run(go())
 
 
+def test_no_firing_starts_while_the_token_table_cannot_be_read(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    monkeypatch.setenv(server_auth.TOKENS_ENV, str(tmp_path / "gone.json"))
+
+    async def go() -> None:
+        Edge(Runtime())
+        with pytest.raises(Auth.exceptions.HTTPException) as refused:
+            await _fire(fired_run("r1"))
+        assert refused.value.status_code == 403
+
+    asyncio.run(go())
+
+
 def test_a_callers_run_waits_while_a_fired_run_holds_the_slot() -> None:
     """The edge and the runtime's own runs share one count per process: a run alice asks for waits for the
     slot her cron's run holds."""
