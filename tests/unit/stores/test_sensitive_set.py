@@ -1,8 +1,12 @@
-"""Sensitive data is found by what it is, measured on a labelled set of 782 sentences, half of them Chinese:
-half hold a phone number, password, PIN, 口令, CVV, key, token, URL with credentials, ID, card or IBAN written
-in many ways; half are ordinary sentences that look alike (order and tracking numbers, dates, prices,
-versions, public service numbers, talk about passwords without one). ``tests/fixtures/sensitive_measure.py``
-prints the same figures with what was missed or flagged."""
+"""Sensitive data is found by what it is, measured on three labelled sets, about half of each Chinese.
+
+``sensitive_sentences.jsonl`` (782 sentences) grew with the check: half hold a phone number, password, PIN,
+口令, CVV, key, token, URL with credentials, ID, card or IBAN written in many ways; half are ordinary
+sentences that look alike (order and tracking numbers, dates, prices, versions, public service numbers, talk
+about passwords without one). ``sensitive_fresh.jsonl`` (242) and ``sensitive_fresh2.jsonl`` (104) were
+written fresh, in the way people talk to an assistant, and each was measured before any change it led to
+(0.834 and 0.864 recall then); they hold the check to wording its rules were not written from.
+``tests/fixtures/sensitive_measure.py`` prints the same figures with what was missed or flagged."""
 
 from __future__ import annotations
 
@@ -10,32 +14,57 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from stores.memory.checks import redact, sensitive_kinds
 
-SET = Path(__file__).parents[2] / "fixtures" / "sensitive_sentences.jsonl"
+FIXTURES = Path(__file__).parents[2] / "fixtures"
+SET = FIXTURES / "sensitive_sentences.jsonl"
+FRESH = [FIXTURES / "sensitive_fresh.jsonl", FIXTURES / "sensitive_fresh2.jsonl"]
 
 
-def _rows() -> list[dict[str, object]]:
-    return [json.loads(line) for line in SET.read_text(encoding="utf-8").splitlines() if line.strip()]
+def _rows(path: Path = SET) -> list[dict[str, object]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _chinese(rows: list[dict[str, object]]) -> int:
+    return sum(bool(re.search(r"[\u4e00-\u9fff]", str(r["text"]))) for r in rows)
+
+
+def _figures(rows: list[dict[str, object]]) -> tuple[float, float, list[object], list[object]]:
+    missed = [r["text"] for r in rows if r["secret"] and not sensitive_kinds(str(r["text"]))]
+    flagged = [r["text"] for r in rows if not r["secret"] and sensitive_kinds(str(r["text"]))]
+    secrets = sum(bool(r["secret"]) for r in rows)
+    return 1 - len(missed) / secrets, len(flagged) / (len(rows) - secrets), missed, flagged
 
 
 def test_the_set_is_large_and_balanced() -> None:
     rows = _rows()
     with_secret = sum(bool(r["secret"]) for r in rows)
     assert len(rows) >= 400 and abs(with_secret - (len(rows) - with_secret)) <= 10
-    chinese = sum(bool(re.search(r"[\u4e00-\u9fff]", str(r["text"]))) for r in rows)
-    assert abs(chinese - len(rows) / 2) <= len(rows) / 10
+    assert abs(_chinese(rows) - len(rows) / 2) <= len(rows) / 10
+
+
+@pytest.mark.parametrize(("path", "at_least"), [(FRESH[0], 200), (FRESH[1], 80)], ids=["fresh", "fresh2"])
+def test_the_fresh_sets_are_mostly_secrets_half_chinese_with_hard_look_alikes(path: Path, at_least: int) -> None:
+    rows = _rows(path)
+    with_secret = sum(bool(r["secret"]) for r in rows)
+    assert len(rows) >= at_least and with_secret >= 0.6 * len(rows) and len(rows) - with_secret >= 30
+    assert abs(_chinese(rows) - len(rows) / 2) <= len(rows) / 10
+    assert len({r["text"] for r in rows}) == len(rows)
 
 
 def test_recall_is_at_least_98_percent_and_false_positives_at_most_2_percent() -> None:
-    rows = _rows()
-    missed = [r["text"] for r in rows if r["secret"] and not sensitive_kinds(str(r["text"]))]
-    flagged = [r["text"] for r in rows if not r["secret"] and sensitive_kinds(str(r["text"]))]
-    secrets = sum(bool(r["secret"]) for r in rows)
-    recall = 1 - len(missed) / secrets
-    false_positives = len(flagged) / (len(rows) - secrets)
+    recall, false_positives, missed, flagged = _figures(_rows())
     assert recall >= 0.98, (recall, missed)
     assert false_positives <= 0.02, (false_positives, flagged)
+
+
+@pytest.mark.parametrize("path", FRESH, ids=["fresh", "fresh2"])
+def test_fresh_wording_recall_is_at_least_98_percent_and_false_positives_at_most_3_percent(path: Path) -> None:
+    recall, false_positives, missed, flagged = _figures(_rows(path))
+    assert recall >= 0.98, (recall, missed)
+    assert false_positives <= 0.03, (false_positives, flagged)
 
 
 def test_what_is_found_is_also_redacted_from_the_audit() -> None:
@@ -45,5 +74,8 @@ def test_what_is_found_is_also_redacted_from_the_audit() -> None:
         ("I use hunter2x as my password", "hunter2x"),
         ("银行密码改成了 881234", "881234"),
         ("卡号 6222.0212.3456.7890", "3456.7890"),
+        ("sort code 20-00-00, account 55779911", "55779911"),
+        ("call my sister on 07823 456712", "456712"),
+        ("门禁 *1379#", "1379"),
     ]:
         assert secret not in redact(text), text
