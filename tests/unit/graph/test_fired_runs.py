@@ -37,7 +37,6 @@ class Ctx:
 
 @pytest.fixture(autouse=True)
 def deployment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("graph.limits._PROCESS", None)
     monkeypatch.setenv(server_auth.TOKENS_ENV, json.dumps({"ta": "alice", "tb": "bob"}))
     monkeypatch.setenv("KB_AGENT_RUNS_PER_USER", "1")
     monkeypatch.setenv("KB_AGENT_RUN_QUEUE_PER_USER", "5")

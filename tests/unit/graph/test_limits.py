@@ -15,12 +15,6 @@ from graph.edge import Edge
 from graph.limits import Busy, CallerLimits, created_runs
 
 
-@pytest.fixture(autouse=True)
-def fresh_process_limits(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each test's edges share limits of their own (a server process has one)."""
-    monkeypatch.setattr("graph.limits._PROCESS", None)
-
-
 class Clock:
     def __init__(self) -> None:
         self.now = 1000.0
