@@ -38,8 +38,13 @@ _MORE_CREDENTIAL = re.compile(
 )
 _LOCK = re.compile(
     r"\b(?:safe|vault|keypad|alarm|padlock|locker|lock|lockbox|key\s?box|key\s?safe|combo|gate|door|garage"
-    r"|intercom|buzzer|codes?)s?\b|\b(?:punch(?:ed|ing)?|key(?:ed|ing)?|tap(?:ped|ping)?)\s+in\b"
+    r"|intercom|buzzer|codes?|entry|entrance)s?\b|\b(?:punch(?:ed|ing)?|key(?:ed|ing)?|tap(?:ped|ping)?)\s+in\b"
     r"|门禁|保险柜|保险箱|密码箱|密码锁|门锁|电子锁|指纹锁|大门|单元门|车库门|[门箱柜]锁",
+    re.I,
+)
+# What something opens with is its credential: "my old Hotmail still opens with 'butterfly07'".
+_OPENS = re.compile(
+    r"\b(?:opens?|opened|unlocks?|unlocked|gets?\s+(?:me\s+|you\s+)?in(?:to)?|got\s+(?:me\s+)?in)\s+(?:with|using|via)\b",
     re.I,
 )
 _PHONE = re.compile(
@@ -62,7 +67,7 @@ _BANK = re.compile(
 )
 # What a security question is answered with: the family, and the words that set the answer.
 _SECURITY = re.compile(
-    r"\b(?:security|secret|recovery)\s+(?:question|answer)s?\b|\bmaiden\s+name\b"
+    r"\b(?:security|secret|recovery)\s+(?:question|answer|q)s?\b|\bmaiden\s+name\b"
     r"|\bmemorable\s+(?:word|information|info|date|name|place)\b|\b(?:secret|code)\s+word\b"
     r"|\banswer\s+to\b(?=[^.!?\n]{0,40}\b(?:pet|maiden|teacher|school|street|born|city|car|friend|nickname)\b)"
     r"|密保|安全问题|保密问题|预留问题|预留信息|娘家姓",
@@ -96,7 +101,7 @@ _NEGATION = re.compile(r"\b(?:not|never|isn'?t|wasn'?t)\b|不是|没有|不能|�
 # Value shapes. A run of digits, with single spaces, dots, dashes or commas between them, optionally a
 # leading + or a bracketed area code, and the * or # a keypad takes.
 _DIGITS = re.compile(
-    r"(?<![A-Za-z0-9_.\-/])[*#]?\+?(?:\(\d{1,4}\)\s?)?\d(?:[\s.,\-]?\d|[\s.\-]?\(\d{1,4}\))*[*#]?"
+    r"(?<![A-Za-z0-9_.\-/])[*#]?\+?(?:\(\d{1,4}\)\s?)?\d(?:[\s.,\-]?\d|[\s.\-]?\(\d{1,4}\))*(?:-?[*#])?"
     r"(?![A-Za-z0-9_/])"
 )
 _MIXED = re.compile(
@@ -174,6 +179,7 @@ def _nouns(text: str) -> list[tuple[int, int, str]]:
         ("password", CREDENTIAL),
         ("password", _MORE_CREDENTIAL),
         ("lock", _LOCK),
+        ("opens", _OPENS),
         ("phone", _PHONE),
         ("account", _ACCOUNT),
         ("other", _OTHER),
@@ -213,6 +219,10 @@ def _accepts(family: str, shape: str, digits: str, value: str, sentence: str) ->
     """The kind of secret ``family`` makes of a value of this shape, or None."""
     if family == "password":
         return "password" if shape in {"mixed", "quoted"} or len(digits) >= 3 else None
+    if family == "opens":  # a token or a code; a quoted phrase is a title ("the show opens with 'Hamlet'")
+        if shape == "quoted":
+            return "password" if re.search(r"\d", value) else None
+        return "password" if shape == "mixed" or len(digits) >= 3 else None
     if family == "lock":
         keyed = bool(re.search(r"[*#]|\d[\s-]\d", value))
         return "password" if shape == "digits" and (len(digits) >= 4 or keyed) else None
@@ -336,7 +346,7 @@ def _seed_phrases(text: str) -> list[Span]:
 
 
 _ANSWER_SET = re.compile(
-    r"(?:\b(?:is|was|are|put|used|answered(?:\s+with)?|chose|it'?s)\b|[:=：]|答案\s*(?:是|为|[:：])?|是|为|叫"
+    r"(?:\b(?:is|was|are|put|used|answered(?:\s+with)?|answers?|chose|it'?s)\b|[:=：]|—+|-{2,}|->|=>|→|答案\s*(?:是|为|[:：])?|是|为|叫"
     r"|填(?:的|了)?(?:是|为)?)\s*",
     re.I,
 )
@@ -344,6 +354,7 @@ _EN_ANSWER = re.compile(
     r"['\"“‘][^'\"”’]{1,30}['\"”’]|(?:(?:Mr|Mrs|Ms|Dr|Miss|St)\.?\s+)?[A-Z][a-z'’-]+(?:\s+[A-Z][a-z'’-]+){0,2}"
 )
 _ZH_ANSWER = re.compile(r"[“「『\"']?(?P<value>[\u4e00-\u9fffA-Za-z0-9]{1,16})[”」』\"']?")
+_NUMBER_ANSWER = re.compile(r"\d{3,}(?![\d.%])")
 # What describes a question rather than answers it: "第一只宠物的名字", "the city where …".
 _DESCRIBES = re.compile(r"名字|姓名|名称|问题|什么|哪|谁|^(?:第一|我|你|他|她|母亲|父亲|妈妈|爸爸)|[的吗呢]$")
 _NOT_NAMES = frozenset({"I", "The", "A", "An", "My", "It", "What", "Which", "Where", "Who", "How", "When", "This"})
@@ -364,6 +375,10 @@ def _security_answers(text: str) -> list[Span]:
             en = _EN_ANSWER.match(text, at, scope_end)
             if en and en.group().split()[0] not in _NOT_NAMES and not re.match(r"\s*[?？]", text[en.end() :]):
                 spans.append(("password", en.start(), en.end()))
+                break
+            number = _NUMBER_ANSWER.match(text, at, scope_end)
+            if number and not _UNIT_AFTER.match(text, number.end()):
+                spans.append(("password", number.start(), number.end()))  # "答案是 0916"
                 break
             zh = _ZH_ANSWER.match(text, at, scope_end)
             value = zh.group("value") if zh else ""

@@ -17,7 +17,8 @@ import re
 # (cryptography), 密码锁 (a combination lock), "password manager", "PIN codes should…" (no value follows).
 _ZH_CREDENTIAL = (
     r"(?:(?:密保|安全|密码提示)(?:问题)?的?答案|密码(?![学锁箱本器机子盘键框栏])|口令|暗号|暗语|验证码|安全码|动态码"
-    r"|提取码|授权码|(?:取件|取货|提货|开箱|开门|开锁|解锁|门禁|通行)码|助记词|PIN\s*码?|CVV2?\s*码?|CVC\s*码?"
+    r"|提取码|授权码|(?:取件|取货|提货|开箱|开门|开锁|解锁|门禁|通行)码|助记词"
+    r"|(?<![A-Za-z])(?:PIN|CVV2?|CVC)(?![A-Za-z])\s*码?"
     r"|卡?背面的?那?[三3]位数?字?)"
 )
 _EN_CREDENTIAL = (

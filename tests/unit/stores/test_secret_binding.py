@@ -38,6 +38,11 @@ from stores.memory.secrets import redact, sensitive_kinds
         ("alerts go to https://hooks.slack.com/services/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", "credentials_url", "q8W2e4R6"),
         ("the Mailgun key is key-9bx7ynkq38ke7get5hd484thwkyufpm1", "password", "9bx7ynkq38"),
         ("Note: Spotify user dan.k, pass Gr@pefruit9", "password", "Gr@pefruit9"),
+        ("the old Yahoo mailbox still opens with 'sparrow42'", "password", "sparrow42"),
+        ("Building entry is 4-4-1-7-# then the lift", "password", "4-4-1-7"),
+        ("Security Q for eBay: first car → answer Corolla", "password", "Corolla"),
+        ("淘宝的安全问题“结婚纪念日”答案是 0521", "password", "0521"),
+        ("微信密保：我的初中——育才中学", "password", "育才中学"),
     ],
 )
 def test_a_value_bound_to_its_noun_is_found_and_redacted(text: str, kind: str, value: str) -> None:
@@ -76,6 +81,8 @@ def test_a_value_bound_to_its_noun_is_found_and_redacted(text: str, kind: str, v
         "the Stripe webhook endpoint is https://api.example.com/hooks/stripe",
         "twenty one people came to the party",
         "we ate, then walked along the river and talked about plans for the summer holidays",
+        "That feeling of power and happiness is amazing!",
+        "the show opens with 'Hamlet' this year",
     ],
 )
 def test_a_look_alike_keeps_its_own_number(text: str) -> None:

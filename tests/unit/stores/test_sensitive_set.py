@@ -3,9 +3,10 @@
 ``sensitive_sentences.jsonl`` (782 sentences) grew with the check: half hold a phone number, password, PIN,
 口令, CVV, key, token, URL with credentials, ID, card or IBAN written in many ways; half are ordinary
 sentences that look alike (order and tracking numbers, dates, prices, versions, public service numbers, talk
-about passwords without one). ``sensitive_fresh.jsonl`` (242) and ``sensitive_fresh2.jsonl`` (104) were
-written fresh, in the way people talk to an assistant, and each was measured before any change it led to
-(0.834 and 0.864 recall then); they hold the check to wording its rules were not written from.
+about passwords without one). ``sensitive_fresh.jsonl`` (242), ``sensitive_fresh2.jsonl`` (104) and
+``sensitive_fresh3.jsonl`` (99) were written fresh, in the way people talk to an assistant, and each was
+measured before any change it led to (recall 0.834, 0.864, 0.918 then); they hold the check to wording its
+rules were not written from.
 ``tests/fixtures/sensitive_measure.py`` prints the same figures with what was missed or flagged."""
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from stores.memory.checks import redact, sensitive_kinds
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
 SET = FIXTURES / "sensitive_sentences.jsonl"
-FRESH = [FIXTURES / "sensitive_fresh.jsonl", FIXTURES / "sensitive_fresh2.jsonl"]
+FRESH = [FIXTURES / f"sensitive_fresh{n}.jsonl" for n in ("", "2", "3")]
+FRESH_IDS = ["fresh", "fresh2", "fresh3"]
 
 
 def _rows(path: Path = SET) -> list[dict[str, object]]:
@@ -45,7 +47,7 @@ def test_the_set_is_large_and_balanced() -> None:
     assert abs(_chinese(rows) - len(rows) / 2) <= len(rows) / 10
 
 
-@pytest.mark.parametrize(("path", "at_least"), [(FRESH[0], 200), (FRESH[1], 80)], ids=["fresh", "fresh2"])
+@pytest.mark.parametrize(("path", "at_least"), list(zip(FRESH, (200, 80, 80), strict=True)), ids=FRESH_IDS)
 def test_the_fresh_sets_are_mostly_secrets_half_chinese_with_hard_look_alikes(path: Path, at_least: int) -> None:
     rows = _rows(path)
     with_secret = sum(bool(r["secret"]) for r in rows)
@@ -60,7 +62,7 @@ def test_recall_is_at_least_98_percent_and_false_positives_at_most_2_percent() -
     assert false_positives <= 0.02, (false_positives, flagged)
 
 
-@pytest.mark.parametrize("path", FRESH, ids=["fresh", "fresh2"])
+@pytest.mark.parametrize("path", FRESH, ids=FRESH_IDS)
 def test_fresh_wording_recall_is_at_least_98_percent_and_false_positives_at_most_3_percent(path: Path) -> None:
     recall, false_positives, missed, flagged = _figures(_rows(path))
     assert recall >= 0.98, (recall, missed)
