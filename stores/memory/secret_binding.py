@@ -12,6 +12,7 @@ keeps its own number, and a value that is a date, a time, a price or a quantity 
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 
 from stores.memory.secret_statements import _META_AFTER, CREDENTIAL, _is_value, _wanted
@@ -189,12 +190,14 @@ def _nouns(text: str) -> list[tuple[int, int, str]]:
             for m in pattern.finditer(text)
             if not (_VERB_NOUN.match(m.group()) and _DETERMINED.search(text, max(0, m.start() - 12), m.start()))
         ]
-    others = [(start, end) for start, end, family in found if family == "other"]
-    found = [
-        noun
-        for noun in found
-        if noun[2] == "other" or not any(start < noun[1] and noun[0] < end for start, end in others)
-    ]
+    others = sorted((start, end) for start, end, family in found if family == "other")
+    other_starts = [start for start, _ in others]
+
+    def overlapped(noun: tuple[int, int, str]) -> bool:  # look-alike nouns are short: look 40 back
+        first, last = bisect_left(other_starts, noun[0] - 40), bisect_left(other_starts, noun[1])
+        return any(end > noun[0] for _, end in others[first:last])
+
+    found = [noun for noun in found if noun[2] == "other" or not overlapped(noun)]
     # nearest last; at one end a look-alike noun wins: "发票号码" is the invoice's, not a phone's
     found.sort(key=lambda noun: (noun[1], noun[2] == "other", noun[1] - noun[0]))
     return found
@@ -234,10 +237,12 @@ def _accepts(family: str, shape: str, digits: str, value: str, sentence: str) ->
     return None
 
 
-def _sentence_of(text: str, at: int) -> str:
-    begin = max((m.end() for m in _SENTENCE.finditer(text, 0, at)), default=0)
-    stop = _SENTENCE.search(text, at)
-    return text[begin : stop.start() if stop else len(text)]
+def _sentence_of(text: str, at: int, reach: int = 240) -> str:
+    """The sentence around ``at``, read at most ``reach`` characters either way (a long text costs no more)."""
+    low = max(0, at - reach)
+    begin = max((m.end() for m in _SENTENCE.finditer(text, low, at)), default=low)
+    stop = _SENTENCE.search(text, at, at + reach)
+    return text[begin : stop.start() if stop else min(len(text), at + reach)]
 
 
 def bound_values(text: str) -> list[Span]:
@@ -245,13 +250,11 @@ def bound_values(text: str) -> list[Span]:
     spans = _security_answers(text)
     if not re.search(r"\d|['\"“‘「『]", text):
         return spans + _seed_phrases(text)
-    if not re.search(r"\d|['\"“‘「『]", text):
-        return spans
     values = list(_values(text))
     if not values:  # most text holds nothing a noun could bind; its nouns need not be read
         dials = _combinations(text, _nouns(text)) if len(_NUMBERS.findall(text)) >= 3 else []
         return spans + dials + _seed_phrases(text)
-    nouns = [noun for noun in _nouns(text) if noun[2] == "other" or not _META_AFTER.match(text, noun[1])]
+    nouns = _Nouns([noun for noun in _nouns(text) if noun[2] == "other" or not _META_AFTER.match(text, noun[1])])
     for start, end, shape, digits in values:
         named = _named_after(text, nouns, start, end)
         if named:
@@ -259,26 +262,44 @@ def bound_values(text: str) -> list[Span]:
             if kind:
                 spans.append((kind, start, end))
                 continue
-        owner = None
-        for noun in nouns:
-            if noun[1] > start:
-                break
-            owner = noun
+        owner = nouns.ending_by(start)
         if owner is None or owner[2] == "other" or start - owner[1] > 48:
             continue
-        if any(end <= noun[0] <= end + 2 and noun[2] == "other" for noun in nouns):
+        if any(noun[2] == "other" for noun in nouns.starting_in(end, end + 2)):
             continue  # "the lock 2019 model": the number qualifies the noun after it
         gap = text[owner[1] : start]
         if _SENTENCE.search(gap) or _NOT_GIVEN.search(gap):
             continue
         word = text[owner[0] : owner[1]]
         generated = shape == "mixed" and end - start >= 16 and word.lower() == "key"
-        if owner[2] == "password" and not generated and not _wanted(word, gap + text[start:end], text[: owner[0]]):
+        before = text[max(0, owner[0] - 80) : owner[0]]
+        if owner[2] == "password" and not generated and not _wanted(word, gap + text[start:end], before):
             continue  # a bare "key" binds only what looks generated: "the Mailgun key is key-3ax6…"
         kind = _accepts(owner[2], shape, digits, text[start:end], _sentence_of(text, start))
         if kind:
             spans.append((kind, start, end))
-    return spans + _combinations(text, nouns) + _seed_phrases(text)
+    return spans + _combinations(text, nouns.all) + _seed_phrases(text)
+
+
+class _Nouns:
+    """Nouns found in a text, looked up by where they end and where they start in log time."""
+
+    def __init__(self, nouns: list[tuple[int, int, str]]) -> None:
+        self.all = nouns  # sorted by end, the nearest owner last among equals
+        self._ends = [noun[1] for noun in nouns]
+        self._by_start = sorted(nouns, key=lambda noun: noun[0])
+        self._starts = [noun[0] for noun in self._by_start]
+
+    def ending_by(self, at: int) -> tuple[int, int, str] | None:
+        """The noun that ends nearest before ``at``."""
+        i = bisect_right(self._ends, at)
+        return self.all[i - 1] if i else None
+
+    def ending_in(self, low: int, high: int) -> list[tuple[int, int, str]]:
+        return self.all[bisect_left(self._ends, low) : bisect_right(self._ends, high)]
+
+    def starting_in(self, low: int, high: int) -> list[tuple[int, int, str]]:
+        return self._by_start[bisect_left(self._starts, low) : bisect_right(self._starts, high)]
 
 
 # A value then whose it is: "4821, that's my PIN", "0151 2345678 is Oma's number", "xyz99 是我的 wifi".
@@ -289,14 +310,14 @@ _OWNED_AS = re.compile(
 )
 
 
-def _named_after(text: str, nouns: list[tuple[int, int, str]], start: int, end: int) -> str | None:
+def _named_after(text: str, nouns: _Nouns, start: int, end: int) -> str | None:
     """The family of a noun the value is said to be, right after it, when nothing claims it before."""
     owned = _OWNED_AS.match(text, end)
     if not owned:
         return None
-    if any(noun[2] == "other" and start - 12 <= noun[1] <= start for noun in nouns):
+    if any(noun[2] == "other" for noun in nouns.ending_in(start - 12, start)):
         return None
-    after = sorted((noun for noun in nouns if owned.end() <= noun[0] <= owned.end() + 30), key=lambda n: n[0])
+    after = nouns.starting_in(owned.end(), owned.end() + 30)
     if not after or after[0][2] == "other":
         return None
     between = text[owned.end() : after[0][0]]
@@ -309,10 +330,10 @@ def _combinations(text: str, nouns: list[tuple[int, int, str]]) -> list[Span]:
     for _, end, family in nouns:
         if family != "lock":
             continue
-        stop = _SENTENCE.search(text, end)
+        stop = _SENTENCE.search(text, end, end + 60)
         numbers = [
             m
-            for m in _NUMBERS.finditer(text, end, stop.start() if stop else len(text))
+            for m in _NUMBERS.finditer(text, end, stop.start() if stop else end + 60)
             if not _UNIT_AFTER.match(text, m.end()) and ":" not in text[max(0, m.start() - 1) : m.end() + 1]
         ]
         if len(numbers) >= 3:
@@ -365,9 +386,10 @@ def _security_answers(text: str) -> list[Span]:
     """The answer to a security question, said in the sentence that names one (or the one after its ?)."""
     spans: list[Span] = []
     for family in _SECURITY.finditer(text):
-        begin = max((m.end() for m in _SCOPE_END.finditer(text, 0, family.start())), default=0)
-        stop = _SCOPE_END.search(text, family.end())
-        scope_end = stop.start() if stop else len(text)
+        low = max(0, family.start() - 160)
+        begin = max((m.end() for m in _SCOPE_END.finditer(text, low, family.start())), default=low)
+        stop = _SCOPE_END.search(text, family.end(), family.end() + 160)
+        scope_end = stop.start() if stop else min(len(text), family.end() + 160)
         for binder in _ANSWER_SET.finditer(text, begin, scope_end):
             at = binder.end()
             if _NEGATION.search(text, max(begin, binder.start() - 8), binder.start()):
