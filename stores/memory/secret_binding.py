@@ -161,8 +161,8 @@ def _digit_value(text: str, m: re.Match[str]) -> str | None:
 
 def _mixed_value(token: str) -> bool:
     """A token with letters and digits (or a symbol) that is no version, date or file name."""
-    if _VERSION.fullmatch(token) or _is_date(token):
-        return False
+    if _VERSION.fullmatch(token) or _is_date(token) or re.fullmatch(r"\d{1,3}-[a-z]{3,}", token, re.I):
+        return False  # "4-digit", "12-hour": a length or a span, said as an adjective
     if re.fullmatch(r"[\w-]+\.(?:com|org|net|cn|io|txt|pdf|docx?|xlsx?|png|jpe?g|zip|py|js|json|md)", token, re.I):
         return False
     return bool(re.search(r"\d", token)) or len(token) >= 6
@@ -256,6 +256,9 @@ def bound_values(text: str) -> list[Span]:
         return spans + dials + _seed_phrases(text)
     nouns = _Nouns([noun for noun in _nouns(text) if noun[2] == "other" or not _META_AFTER.match(text, noun[1])])
     for start, end, shape, digits in values:
+        if shape != "digits" and re.search(r"\d", text[start:end]) and _FOR_ACCOUNTS.match(text, end):
+            spans.append(("password", start, end))
+            continue
         named = _named_after(text, nouns, start, end)
         if named:
             kind = _accepts(named, shape, digits, text[start:end], _sentence_of(text, start))
@@ -307,6 +310,14 @@ _OWNED_AS = re.compile(
     r"\s*[,，—–-]?\s*(?:(?:that|this|it|which)(?:'s|’s|\s+is|\s+was)|is|was|would\s+be|will\s+be|=|就是|这是|那是"
     r"|是|为|作为|当作?)\s*(?:(?:my|our|his|her|their|the\s+user'?s|[A-Z][a-z]+'?s)\s+|(?:我|我们|他|她|家里|公司)的?)"
     r"",
+)
+
+
+# A token used for accounts is their password, named or not: "uses 'orchid1990' for most streaming sites".
+_FOR_ACCOUNTS = re.compile(
+    r"['\"”’」』]?\s+(?:for|on|across|with)\s+(?:[\w'’-]+\s+){0,3}?(?:sites|websites|accounts|logins|apps"
+    r"|services|platforms)\b|['\"”’」』]?\s*(?:当|做|作为)\S{0,6}?(?:网站|账号|账户|应用)",
+    re.I,
 )
 
 

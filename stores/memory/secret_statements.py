@@ -122,7 +122,7 @@ _EN_USE = re.compile(
     re.I,
 )
 _ZH_USE = re.compile(
-    rf"(?:用|拿|以|把|将)\s*(?P<value>[^,，。;；！?？\n]{{1,20}}?)\s*(?:来)?(?:做|当作?|作为|作|设为|设成|设置为|设置成"
+    rf"(?:用(?!户)|拿|以(?![前后为上下及])|把|将)\s*(?P<value>[^,，。;；！?？\n]{{1,20}}?)\s*(?:来)?(?:做|当作?|作为|作|设为|设成|设置为|设置成"
     rf"|改成|改为)了?\s*(?:我|我们|他|她|你|您)?的?\S{{0,6}}?(?P<word>{_ZH_CREDENTIAL})",
     re.I,
 )
@@ -319,7 +319,7 @@ _ZH_OPENS = re.compile(
     r"(?:连上|连接|登录|登上|解锁|打开|开门|进门|进去)"
 )
 _ZH_LOGS_IN = re.compile(
-    r"(?:用|拿|以|输入)\s*(?P<value>[^,，。;；！?？\n]{1,20}?)\s*(?:来)?(?:登录|登陆|解锁|开门|开锁|开机|付款|支付)"
+    r"(?:用(?!户)|拿|以(?![前后为上下及])|输入)\s*(?P<value>[^,，。;；！?？\n]{1,20}?)\s*(?:来)?(?:登录|登陆|解锁|开门|开锁|开机|付款|支付)"
 )
 _EN_LOGS_IN = re.compile(
     r"\b(?:use[sd]?|using|types?|typed|enters?|entered)\s+(?P<value>[^.;!?\n]{1,40}?)\s+to\s+"
@@ -357,6 +357,10 @@ _CONNECTS = re.compile(
 )
 
 
+# Digits that are a code, not a count: "用 3 张卡" counts cards (a measure word follows), "用 8864" is a code.
+_CODE_DIGITS = re.compile(r"(?<!\d)\d+(?!\d)(?!\s*[个张次位只条件台本把块元天年月周日号点分秒岁斤米层楼种部])")
+
+
 def _access(text: str) -> list[tuple[int, int]]:
     """Spans that say what logs someone in or opens a lock."""
     spans = []
@@ -375,7 +379,7 @@ def _access(text: str) -> list[tuple[int, int]]:
             ):
                 continue
             if pattern is _ZH_LOGS_IN and not (
-                _is_value(m.group("value"), zh=True) and re.search(r"\d", m.group("value"))
+                _is_value(m.group("value"), zh=True) and _CODE_DIGITS.search(m.group("value"))
             ):
                 continue
             group = "read" if "read" in pattern.groupindex and m.group("read") else "value"

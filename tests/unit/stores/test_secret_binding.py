@@ -43,6 +43,8 @@ from stores.memory.secrets import redact, sensitive_kinds
         ("Security Q for eBay: first car → answer Corolla", "password", "Corolla"),
         ("淘宝的安全问题“结婚纪念日”答案是 0521", "password", "0521"),
         ("微信密保：我的初中——育才中学", "password", "育才中学"),
+        ("用户用 8864 就能支付", "password", "8864"),
+        ("she types 'tulip2002' on all her shopping accounts", "password", "tulip2002"),
     ],
 )
 def test_a_value_bound_to_its_noun_is_found_and_redacted(text: str, kind: str, value: str) -> None:
@@ -83,6 +85,10 @@ def test_a_value_bound_to_its_noun_is_found_and_redacted(text: str, kind: str, v
         "we ate, then walked along the river and talked about plans for the summer holidays",
         "That feeling of power and happiness is amazing!",
         "the show opens with 'Hamlet' this year",
+        "The user prefers a 6-digit PIN over a 4-digit one",
+        "用户喜欢 6 位数的支付密码",
+        "用户用 3 张卡轮流支付",
+        "we bought Office2021 for the team's laptops",
     ],
 )
 def test_a_look_alike_keeps_its_own_number(text: str) -> None:
