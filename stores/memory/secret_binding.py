@@ -3,10 +3,11 @@
 People give a secret by naming what it is and then saying it, in any wording: "my VPN password got changed
 to Kestrel-2291", "call my sister on 07823 456712", "sort code 20-00-00, account 55779911", "门禁 *1379#". So
 a sentence is read as nouns and values. A noun of a sensitive family (a small lexicon of stems, not
-sentences) binds the nearest value that follows it in the same sentence, if what stands between them binds
-(nothing, "is", ":", "to", "with", "是", …) and the value has the shape that family's secrets have. A value
-belongs to the nearest noun before it, so a look-alike noun ("order", "tracking", "尾号", "会议号", "名称")
-keeps its own number, and a value that is a date, a time, a price or a quantity is none of them.
+sentences) binds a value that follows it in the same sentence, a few words on and not negated, or one said
+to be it ("4821, that's my PIN"), when the value has the shape that family's secrets have. A value belongs
+to the nearest noun before it, so a look-alike noun ("order", "tracking", "尾号", "会议号", "名称") keeps its
+own number, and a value that is a date, a time, a price or a quantity is none of them. A number dialled
+with a trunk 0 that no look-alike claims is a phone where some country writes it so (06 45 23 87 19).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 
-from stores.memory.secret_statements import _META_AFTER, CREDENTIAL, _is_value, _wanted
+from stores.memory.secret_statements import _ENDS_CLAUSE, _META_AFTER, CREDENTIAL, _is_value, _wanted
 
 Span = tuple[str, int, int]
 
@@ -23,7 +24,7 @@ Span = tuple[str, int, int]
 # shapes it binds and what kind of secret it is.
 _MORE_CREDENTIAL = re.compile(
     r"\bpuk\d?\b|\bpass\b(?!\s+(?:rate|mark|word|code|phrase|key))|\blog(?:s|ged|ging)?[\s-]?(?:in(?:to)?|on)\b|\bsign(?:s|ed|ing)?[\s-]?in(?:to)?\b|\blogin\b"
-    r"|\bcredentials?\b|\bsecret\b|\b(?:api|access|secret|license|licence|product)\s+keys?\b"
+    r"|\bcredentials?\b|\bsecret\b|\b(?:api|access|secret|license|licence|product|host|master|encryption|signing|private)\s+keys?\b"
     r"|\b(?:auth|access|bearer|bot|api|refresh|session|github|slack|npm)\s?tokens?\b"
     r"|\btoken\b(?!\s+(?:limits?|counts?|budgets?|usage|window|size))|\btotp\b|\b2fa\b|\bmfa\b|\bwlan\b"
     # a Wi-Fi that qualifies another noun is that noun: "Wi-Fi router", "wifi 名称"
@@ -31,7 +32,7 @@ _MORE_CREDENTIAL = re.compile(
     r"|network\s+name|name|ssid|6|7|路由|信号|网速|速度|名称|名字))"
     r"|\bhotspot\b|\b(?:recovery|backup)\s+(?:codes?|keys?)\b"
     r"|登录|登陆|密钥|秘钥|令牌|恢复码|备用码|备份码|热点|两步验证|验证器"
-    r"|背面[^，。,\s]{0,3}?[三3](?:个|位)数?字?|\b(?:three|four|3|4)\s+(?:digits?|numbers?)\s+on\s+the\s+back\b"
+    r"|(?:背面|背后|反面)[^，。,\s]{0,3}?[三3](?:个|位)(?:数字?|码)?|\b(?:three|four|3|4)\s+(?:digits?|numbers?)\s+on\s+the\s+back\b"
     # a variable named for a credential, as in a config line: DB_PASSWORD=…, smtp_pass: …
     r"|(?<![A-Za-z0-9_])(?:[A-Za-z0-9]+_)*(?:pass(?:word)?|passwd|pwd|secret|token|api_?key|pin)(?:_[A-Za-z0-9]+)*"
     r"(?=\s*[=:])",
@@ -66,14 +67,6 @@ _BANK = re.compile(
     r"|储蓄|存折|工资",
     re.I,
 )
-# What a security question is answered with: the family, and the words that set the answer.
-_SECURITY = re.compile(
-    r"\b(?:security|secret|recovery)\s+(?:question|answer|q)s?\b|\bmaiden\s+name\b"
-    r"|\bmemorable\s+(?:word|information|info|date|name|place)\b|\b(?:secret|code)\s+word\b"
-    r"|\banswer\s+to\b(?=[^.!?\n]{0,40}\b(?:pet|maiden|teacher|school|street|born|city|car|friend|nickname)\b)"
-    r"|密保|安全问题|保密问题|预留问题|预留信息|娘家姓",
-    re.I,
-)
 # Nouns that own a number of their own: a value after one of them is that, not a secret.
 _OTHER = re.compile(
     r"\b(?:(?:orders?|tracking|parcel|shipment|invoice|receipt|ticket|booking|reservation|confirmation|flight"
@@ -97,7 +90,7 @@ _NOT_GIVEN = re.compile(
     r"\b(?:not|never|isn'?t|wasn'?t|without|instead\s+of)\b|不是|没有|不能|不要|不可|不应|别|勿|[?？]", re.I
 )
 
-_NEGATION = re.compile(r"\b(?:not|never|isn'?t|wasn'?t)\b|不是|没有|不能|不要|别|勿", re.I)
+NEGATION = re.compile(r"\b(?:not|never|isn'?t|wasn'?t)\b|不是|没有|不能|不要|别|勿", re.I)
 
 # Value shapes. A run of digits, with single spaces, dots, dashes or commas between them, optionally a
 # leading + or a bracketed area code, and the * or # a keypad takes.
@@ -116,7 +109,7 @@ _SENTENCE = re.compile(r"[。！？!?\n;；]|\.(?=\s|$)")
 
 # What a number is when it is not a secret: a date, a time, a price, a quantity, a version.
 _DATE_PARTS = re.compile(r"(\d{1,4})[-./](\d{1,2})(?:[-./](\d{2,4}))?")
-_UNIT_AFTER = re.compile(
+UNIT_AFTER = re.compile(
     r"\s*(?:%|‰|年|月|日|号(?!码)|点|时|分|秒|元|块|角|毛|美元|欧|镑|岁|次|天|周|个|位|楼|层|室|栋|斤|公斤|克|米|公里"
     r"|(?:k?g|lbs?|cm|mm|km|m|mb|gb|tb|kb|ms|hz|px|pt|mph)\b"
     r"|(?:years?|months?|weeks?|days?|hours?|hrs?|minutes?|mins?|seconds?|secs?|times?|characters?|chars?"
@@ -145,11 +138,14 @@ def _is_date(raw: str) -> bool:
 def _digit_value(text: str, m: re.Match[str]) -> str | None:
     """The digits of a number that could be a secret, or None when it is a date, time, price or quantity."""
     raw = m.group()
-    if _is_date(raw) or _VERSION.fullmatch(raw):
-        return None
+    if _is_date(raw) or _VERSION.fullmatch(raw) or re.match(r":\d", text[m.end() : m.end() + 2]):
+        return None  # a date, a version, or a time's hour ("08" of 08:15)
+    date = _DATE_PARTS.match(raw)
+    if date and _is_date(date.group()) and re.fullmatch(r"\s\d{1,2}", raw[date.end() :]):
+        return None  # "2025-01-03 08" of "2025-01-03 08:15"
     if re.fullmatch(r"\d{1,3}(?:,\d{3})+", raw) or re.fullmatch(r"\d+\.\d{1,2}", raw):
         return None  # 1,299 and 65.5 are amounts
-    if _UNIT_AFTER.match(text, m.end()) or _CURRENCY_BEFORE.search(text, max(0, m.start() - 6), m.start()):
+    if UNIT_AFTER.match(text, m.end()) or _CURRENCY_BEFORE.search(text, max(0, m.start() - 6), m.start()):
         return None
     before = text[max(0, m.start() - 12) : m.start()]
     if re.fullmatch(r"(?:19|20)\d{2}", raw) and _TIME_BEFORE.search(before):
@@ -163,7 +159,9 @@ def _mixed_value(token: str) -> bool:
     """A token with letters and digits (or a symbol) that is no version, date or file name."""
     if _VERSION.fullmatch(token) or _is_date(token) or re.fullmatch(r"\d{1,3}-[a-z]{3,}", token, re.I):
         return False  # "4-digit", "12-hour": a length or a span, said as an adjective
-    if re.fullmatch(r"[\w-]+\.(?:com|org|net|cn|io|txt|pdf|docx?|xlsx?|png|jpe?g|zip|py|js|json|md)", token, re.I):
+    if re.fullmatch(
+        r"[\w-]+\.(?:com|org|net|cn|io|txt|pdf|docx?|xlsx?|png|jpe?g|zip|py|js|json|md)", token, re.I
+    ):
         return False
     return bool(re.search(r"\d", token)) or len(token) >= 6
 
@@ -188,7 +186,9 @@ def _nouns(text: str) -> list[tuple[int, int, str]]:
         found += [
             (m.start(), m.end(), family)
             for m in pattern.finditer(text)
-            if not (_VERB_NOUN.match(m.group()) and _DETERMINED.search(text, max(0, m.start() - 12), m.start()))
+            if not (
+                _VERB_NOUN.match(m.group()) and _DETERMINED.search(text, max(0, m.start() - 12), m.start())
+            )
         ]
     others = sorted((start, end) for start, end, family in found if family == "other")
     other_starts = [start for start, _ in others]
@@ -237,7 +237,7 @@ def _accepts(family: str, shape: str, digits: str, value: str, sentence: str) ->
     return None
 
 
-def _sentence_of(text: str, at: int, reach: int = 240) -> str:
+def sentence_of(text: str, at: int, reach: int = 240) -> str:
     """The sentence around ``at``, read at most ``reach`` characters either way (a long text costs no more)."""
     low = max(0, at - reach)
     begin = max((m.end() for m in _SENTENCE.finditer(text, low, at)), default=low)
@@ -247,25 +247,31 @@ def _sentence_of(text: str, at: int, reach: int = 240) -> str:
 
 def bound_values(text: str) -> list[Span]:
     """(kind, start, end) of every value a sensitive noun binds in ``text`` (already in normal form)."""
-    spans = _security_answers(text)
+    spans: list[Span] = []
     if not re.search(r"\d|['\"“‘「『]", text):
-        return spans + _seed_phrases(text)
+        return spans
     values = list(_values(text))
     if not values:  # most text holds nothing a noun could bind; its nouns need not be read
         dials = _combinations(text, _nouns(text)) if len(_NUMBERS.findall(text)) >= 3 else []
-        return spans + dials + _seed_phrases(text)
-    nouns = _Nouns([noun for noun in _nouns(text) if noun[2] == "other" or not _META_AFTER.match(text, noun[1])])
+        return spans + dials
+    nouns = _Nouns(
+        [noun for noun in _nouns(text) if noun[2] == "other" or not _META_AFTER.match(text, noun[1])]
+    )
     for start, end, shape, digits in values:
         if shape != "digits" and re.search(r"\d", text[start:end]) and _FOR_ACCOUNTS.match(text, end):
             spans.append(("password", start, end))
             continue
         named = _named_after(text, nouns, start, end)
         if named:
-            kind = _accepts(named, shape, digits, text[start:end], _sentence_of(text, start))
+            kind = _accepts(named, shape, digits, text[start:end], sentence_of(text, start))
             if kind:
                 spans.append((kind, start, end))
                 continue
         owner = nouns.ending_by(start)
+        claimed = owner is not None and start - owner[1] <= 48 and owner[2] == "other"
+        if not claimed and shape == "digits" and _dialled_abroad(text, start, end):
+            spans.append(("phone", start, end))
+            continue
         if owner is None or owner[2] == "other" or start - owner[1] > 48:
             continue
         if any(noun[2] == "other" for noun in nouns.starting_in(end, end + 2)):
@@ -278,10 +284,50 @@ def bound_values(text: str) -> list[Span]:
         before = text[max(0, owner[0] - 80) : owner[0]]
         if owner[2] == "password" and not generated and not _wanted(word, gap + text[start:end], before):
             continue  # a bare "key" binds only what looks generated: "the Mailgun key is key-3ax6…"
-        kind = _accepts(owner[2], shape, digits, text[start:end], _sentence_of(text, start))
+        kind = _accepts(owner[2], shape, digits, text[start:end], sentence_of(text, start))
         if kind:
             spans.append((kind, start, end))
-    return spans + _combinations(text, nouns.all) + _seed_phrases(text)
+    spans += [("password", m.start("value"), m.end("value")) for m in _PAIR.finditer(text)]
+    return spans + _combinations(text, nouns.all)
+
+
+# A number dialled with a trunk 0 (06 45 23 87 19, 07823 456712, 090-4417-2286) may be of any of these
+# countries; only such a run is read for them, so other text costs nothing more.
+_TRUNK_REGIONS = (
+    "GB",
+    "FR",
+    "DE",
+    "JP",
+    "AU",
+    "KR",
+    "IT",
+    "ES",
+    "NL",
+    "BE",
+    "CH",
+    "AT",
+    "IE",
+    "NZ",
+    "SE",
+    "TW",
+)
+
+
+def _dialled_abroad(text: str, start: int, end: int) -> bool:
+    """A trunk-0 number valid and grouped as one of these countries writes it, and not the tail of a longer
+    code ("1Z 999 AA1 01 2345 6784")."""
+    raw = text[start:end]
+    if not re.fullmatch(r"0\d(?:[\s.-]?\d){7,11}", raw) or re.search(
+        r"[A-Za-z0-9]\s$", text[max(0, start - 2) : start]
+    ):
+        return False
+    from phonenumbers import Leniency, PhoneNumberMatcher
+
+    for region in _TRUNK_REGIONS:
+        found = next(iter(PhoneNumberMatcher(raw, region, leniency=Leniency.STRICT_GROUPING)), None)
+        if found is not None and found.end - found.start == len(raw):
+            return True
+    return False
 
 
 class _Nouns:
@@ -309,7 +355,7 @@ class _Nouns:
 _OWNED_AS = re.compile(
     r"\s*[,，—–-]?\s*(?:(?:that|this|it|which)(?:'s|’s|\s+is|\s+was)|is|was|would\s+be|will\s+be|=|就是|这是|那是"
     r"|是|为|作为|当作?)\s*(?:(?:my|our|his|her|their|the\s+user'?s|[A-Z][a-z]+'?s)\s+|(?:我|我们|他|她|家里|公司)的?)"
-    r"",
+    r"|\s*(?:这个|那个)",
 )
 
 
@@ -317,6 +363,14 @@ _OWNED_AS = re.compile(
 _FOR_ACCOUNTS = re.compile(
     r"['\"”’」』]?\s+(?:for|on|across|with)\s+(?:[\w'’-]+\s+){0,3}?(?:sites|websites|accounts|logins|apps"
     r"|services|platforms)\b|['\"”’」』]?\s*(?:当|做|作为)\S{0,6}?(?:网站|账号|账户|应用)",
+    re.I,
+)
+
+
+# A user name and a password given as a pair after what they open: "Grandma's Facebook is rose.m52 / garden1951".
+_PAIR = re.compile(
+    r"(?:\bis|[:=：])\s*(?=[\w.@+-]*[A-Za-z])[\w.@+-]{3,40}\s?/\s?"
+    r"(?P<value>(?=[!-~]*\d)(?=[!-~]*[A-Za-z])[A-Za-z\d!#$%&*@^~_+.\-]{5,64})(?![\w/])",
     re.I,
 )
 
@@ -332,7 +386,9 @@ def _named_after(text: str, nouns: _Nouns, start: int, end: int) -> str | None:
     if not after or after[0][2] == "other":
         return None
     between = text[owned.end() : after[0][0]]
-    return after[0][2] if re.fullmatch(r"(?:[\w'’-]+\s*){0,3}", between) else None
+    if not re.fullmatch(r"(?:[\w'’-]+\s*){0,3}", between) or not _ENDS_CLAUSE.match(text, after[0][1]):
+        return None  # "123456 这种密码太常见了" goes on to judge it
+    return after[0][2]
 
 
 def _combinations(text: str, nouns: list[tuple[int, int, str]]) -> list[Span]:
@@ -345,84 +401,8 @@ def _combinations(text: str, nouns: list[tuple[int, int, str]]) -> list[Span]:
         numbers = [
             m
             for m in _NUMBERS.finditer(text, end, stop.start() if stop else end + 60)
-            if not _UNIT_AFTER.match(text, m.end()) and ":" not in text[max(0, m.start() - 1) : m.end() + 1]
+            if not UNIT_AFTER.match(text, m.end()) and ":" not in text[max(0, m.start() - 1) : m.end() + 1]
         ]
         if len(numbers) >= 3:
             spans.append(("password", numbers[0].start(), numbers[-1].end()))
-    return spans
-
-
-# A wallet's recovery words: twelve to twenty-four plain words (or single 汉字) in a row, beside a word for them.
-_WORD_RUN = re.compile(
-    r"(?<![A-Za-z'’-])[a-z]{3,8}(?:,?[ \t]{1,2}[a-z]{3,8}){11,23}(?![A-Za-z'’-])"
-    r"|(?<![\u4e00-\u9fff])[\u4e00-\u9fff](?:,?[ \t]{1,2}[\u4e00-\u9fff]){11,23}(?![\u4e00-\u9fff])"
-)
-_WALLET = re.compile(r"wallet|seed|mnemonic|recovery|phrase|words|bip-?39|ledger|trezor|metamask|助记词|钱包|种子", re.I)
-_STOPWORDS = frozenset(
-    re.findall(
-        r"\w+",
-        "the and for with that this you are was but not have from they will would there their what about which"
-        " when your can all has had been our out into them then than also just like some more very its who how"
-        " why she his her him",
-    )
-)
-
-
-def _seed_phrases(text: str) -> list[Span]:
-    spans: list[Span] = []
-    for m in _WORD_RUN.finditer(text):
-        words = re.split(r",?\s+", m.group())
-        if _STOPWORDS.isdisjoint(words) and _WALLET.search(_sentence_of(text, m.start())):
-            spans.append(("password", m.start(), m.end()))
-    return spans
-
-
-_ANSWER_SET = re.compile(
-    r"(?:\b(?:is|was|are|put|used|answered(?:\s+with)?|answers?|chose|it'?s)\b|[:=：]|—+|-{2,}|->|=>|→|答案\s*(?:是|为|[:：])?|是|为|叫"
-    r"|填(?:的|了)?(?:是|为)?)\s*",
-    re.I,
-)
-_EN_ANSWER = re.compile(
-    r"['\"“‘][^'\"”’]{1,30}['\"”’]|(?:(?:Mr|Mrs|Ms|Dr|Miss|St)\.?\s+)?[A-Z][a-z'’-]+(?:\s+[A-Z][a-z'’-]+){0,2}"
-)
-_ZH_ANSWER = re.compile(r"[“「『\"']?(?P<value>[\u4e00-\u9fffA-Za-z0-9]{1,16})[”」』\"']?")
-_NUMBER_ANSWER = re.compile(r"\d{3,}(?![\d.%])")
-# What describes a question rather than answers it: "第一只宠物的名字", "the city where …".
-_DESCRIBES = re.compile(r"名字|姓名|名称|问题|什么|哪|谁|^(?:第一|我|你|他|她|母亲|父亲|妈妈|爸爸)|[的吗呢]$")
-_NOT_NAMES = frozenset({"I", "The", "A", "An", "My", "It", "What", "Which", "Where", "Who", "How", "When", "This"})
-_SCOPE_END = re.compile(r"[。!！\n;；]|\.(?=\s|$)")
-
-
-def _security_answers(text: str) -> list[Span]:
-    """The answer to a security question, said in the sentence that names one (or the one after its ?)."""
-    spans: list[Span] = []
-    for family in _SECURITY.finditer(text):
-        low = max(0, family.start() - 160)
-        begin = max((m.end() for m in _SCOPE_END.finditer(text, low, family.start())), default=low)
-        stop = _SCOPE_END.search(text, family.end(), family.end() + 160)
-        scope_end = stop.start() if stop else min(len(text), family.end() + 160)
-        for binder in _ANSWER_SET.finditer(text, begin, scope_end):
-            at = binder.end()
-            if _NEGATION.search(text, max(begin, binder.start() - 8), binder.start()):
-                continue
-            en = _EN_ANSWER.match(text, at, scope_end)
-            if en and en.group().split()[0] not in _NOT_NAMES and not re.match(r"\s*[?？]", text[en.end() :]):
-                spans.append(("password", en.start(), en.end()))
-                break
-            number = _NUMBER_ANSWER.match(text, at, scope_end)
-            if number and not _UNIT_AFTER.match(text, number.end()):
-                spans.append(("password", number.start(), number.end()))  # "答案是 0916"
-                break
-            zh = _ZH_ANSWER.match(text, at, scope_end)
-            value = zh.group("value") if zh else ""
-            if (
-                zh
-                and len(value) <= 8
-                and re.search(r"[\u4e00-\u9fff]", value)
-                and not _DESCRIBES.search(value)
-                and not re.match(r"(?:不|没|太|很|这|那|它|用|在|设)", value)
-                and not re.match(r"\s*[?？]", text[zh.end() :])
-            ):
-                spans.append(("password", zh.start(), zh.end()))
-                break
     return spans

@@ -255,6 +255,7 @@ def _phone_numbers(text: str) -> Iterator[Span]:
             yield "phone", match.start, match.end
 
 
+
 def structural_findings(text: str) -> list[Span]:
     """(kind, start, end) of every span of ``text`` (in normal form) that is sensitive by its structure."""
     spans = [(kind, m.start(), m.end()) for kind, p in _PATTERNS for m in p.finditer(text)]

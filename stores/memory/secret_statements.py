@@ -74,14 +74,16 @@ _EN_NOT_VALUE = re.compile(
     r"|everything|mine|yours|ours|theirs|one\s+of|at\s+least|at\s+most|the\s+(?:same|problem|issue|thing)"
     r"|an?\s+(?:secret|mess|problem|pain|joke|nightmare|hassle|issue|must|requirement|mix|combination)"
     r"|(?:the\s+)?(?:last\s+|first\s+)?(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|twelve)\s+"
-    r"(?:characters?|chars?|digits?|letters?|symbols?|numbers?|words?|long))\b",
+    r"(?:characters?|chars?|digits?|letters?|symbols?|numbers?|words?|long|minutes?|mins?|hours?|seconds?"
+    r"|days?|weeks?|months?|times|tries|attempts))\b",
     re.I,
 )
 _ZH_NOT_VALUE = re.compile(
     r"(?:不|没|太|很|挺|非常|比较|有点|有些|特别|超级|相当|好像|真|都|也|还|又|已经|已|必须|需要|要|应该|不能"
     r"|可以|会|能|区分|错|对|正确|过期|失效|无效|有效|空|一样|相同|不同|保密|加密|安全|复杂|简单|容易|难|强|弱"
     r"|长|短|重要|必填|必需|必要|至少|最少|最多|多少|什么|啥|哪|几|由|被|在|放在|写在|存在|记在|贴在|随机|请"
-    r"|这|那|它|谁|怎么|为什么|如何|[\d一二三四五六七八九十两]+\s*(?:位|个字符|个字|个数字|字符|个字母))"
+    r"|这|那|它|谁|怎么|为什么|如何"
+    r"|[\d一二三四五六七八九十两]+\s*(?:位|个字符|个字|个数字|字符|个字母|分钟|小时|秒|天|周|个月|次|遍))"
 )
 # Where it is kept, said with any verb of putting: "taped under the router", "stuck to the fridge".
 _PLACED = re.compile(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from stores.memory.secret_binding import bound_values
 from stores.memory.secret_kinds import EMAIL, structural_findings
+from stores.memory.secret_phrases import said_in_words
 from stores.memory.secret_statements import credential_statements
 from stores.memory.secret_text import read
 
@@ -45,6 +46,7 @@ def findings(text: str) -> list[tuple[str, int, int]]:
     spans = structural_findings(reading.text)
     spans += [("password", start, end) for start, end in credential_statements(reading.text)]
     spans += bound_values(reading.text)
+    spans += said_in_words(reading.text)
     out = []
     for kind, start, end in spans:
         first, last = reading.origin(start, end)

@@ -34,8 +34,16 @@ from stores.memory.secrets import redact, sensitive_kinds
         ("密保答案：小白", "password", "小白"),
         ("网银预留问题我填的是苏州", "password", "苏州"),
         ("for the memorable word I put Tintagel", "password", "Tintagel"),
-        ("seed words: maple ocean drift lunar canyon velvet ripple mercy hollow frost ember signal", "password", "ripple"),
-        ("alerts go to https://hooks.slack.com/services/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", "credentials_url", "q8W2e4R6"),
+        (
+            "seed words: maple ocean drift lunar canyon velvet ripple mercy hollow frost ember signal",
+            "password",
+            "ripple",
+        ),
+        (
+            "alerts go to https://hooks.slack.com/services/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",
+            "credentials_url",
+            "q8W2e4R6",
+        ),
         ("the Mailgun key is key-9bx7ynkq38ke7get5hd484thwkyufpm1", "password", "9bx7ynkq38"),
         ("Note: Spotify user dan.k, pass Gr@pefruit9", "password", "Gr@pefruit9"),
         ("the old Yahoo mailbox still opens with 'sparrow42'", "password", "sparrow42"),
@@ -45,6 +53,11 @@ from stores.memory.secrets import redact, sensitive_kinds
         ("微信密保：我的初中——育才中学", "password", "育才中学"),
         ("用户用 8864 就能支付", "password", "8864"),
         ("she types 'tulip2002' on all her shopping accounts", "password", "tulip2002"),
+        ("Uncle Bob's Netflix is bob.k77 / popcorn1960", "password", "popcorn1960"),
+        ("the Webex host key is 305518", "password", "305518"),
+        ("Claire in Paris: 07 81 22 46 93", "phone", "22 46 93"),
+        ("他一直用 mao_1999 这个密码", "password", "mao_1999"),
+        ("卡反面三位码 7 2 4", "password", "7 2 4"),
     ],
 )
 def test_a_value_bound_to_its_noun_is_found_and_redacted(text: str, kind: str, value: str) -> None:
@@ -89,6 +102,12 @@ def test_a_value_bound_to_its_noun_is_found_and_redacted(text: str, kind: str, v
         "用户喜欢 6 位数的支付密码",
         "用户用 3 张卡轮流支付",
         "we bought Office2021 for the team's laptops",
+        "验证码 10 分钟内有效",
+        "the verification code is valid for 15 minutes",
+        "登录时间 2024-11-02 21:40",
+        "last login 03/11/2024 09:12",
+        "the TCP/IP stack and the read/write ratio 3/4",
+        "the score is 3/2 after extra time",
     ],
 )
 def test_a_look_alike_keeps_its_own_number(text: str) -> None:
