@@ -31,7 +31,9 @@ _MORE_CREDENTIAL = re.compile(
     r"|(?:\bwi-?fi\b|wifi|无线网)(?!\s*(?:router|modem|extender|repeater|adapter|signal|speed|card|chip|standard"
     r"|network\s+name|name|ssid|6|7|路由|信号|网速|速度|名称|名字))"
     r"|\bhotspot\b|\b(?:recovery|backup)\s+(?:codes?|keys?)\b"
-    r"|登录|登陆|密钥|秘钥|令牌|恢复码|备用码|备份码|热点|两步验证|验证器"
+    r"|登录|登陆|密钥|秘钥|令牌|(?:恢复|备用|备份)(?:代码|码|密钥)|热点|两步验证|验证器"
+    # a command's credential option: curl -u user:pass, --password=…
+    r"|(?<![\w-])(?:-[up]|--(?:user(?:name)?|pass(?:word|wd)?|token|api-key|secret))(?=[\s=])"
     r"|(?:背面|背后|反面)[^，。,\s]{0,3}?[三3](?:个|位)(?:数字?|码)?|\b(?:three|four|3|4)\s+(?:digits?|numbers?)\s+on\s+the\s+back\b"
     # a variable named for a credential, as in a config line: DB_PASSWORD=…, smtp_pass: …
     r"|(?<![A-Za-z0-9_])(?:[A-Za-z0-9]+_)*(?:pass(?:word)?|passwd|pwd|secret|token|api_?key|pin)(?:_[A-Za-z0-9]+)*"
@@ -41,12 +43,20 @@ _MORE_CREDENTIAL = re.compile(
 _LOCK = re.compile(
     r"\b(?:safe|vault|keypad|alarm|padlock|locker|lock|lockbox|key\s?box|key\s?safe|combo|gate|door|garage"
     r"|intercom|buzzer|codes?|entry|entrance)s?\b|\b(?:punch(?:ed|ing)?|key(?:ed|ing)?|tap(?:ped|ping)?)\s+in\b"
+    r"|(?:输入?|键入|按下?)(?=\s*[\d*#])"  # keys pressed: "输 1502", not "按年份" (according to)
     r"|门禁|保险柜|保险箱|密码箱|密码锁|门锁|电子锁|指纹锁|大门|单元门|车库门|[门箱柜]锁",
     re.I,
 )
 # What something opens with is its credential: "my old Hotmail still opens with 'butterfly07'".
 _OPENS = re.compile(
     r"\b(?:opens?|opened|unlocks?|unlocked|gets?\s+(?:me\s+|you\s+)?in(?:to)?|got\s+(?:me\s+)?in)\s+(?:with|using|via)\b",
+    re.I,
+)
+# What names a personal identity number: the number that follows it is one, however it is grouped.
+_IDENTITY = re.compile(
+    r"\b(?:ssn|sin|social\s+(?:security|insurance)(?:\s+number)?|passport(?:\s+(?:number|no\.?))?"
+    r"|national\s+insurance(?:\s+number)?|ni\s+number|tax\s+file\s+number|tfn|driver'?s?\s+licen[cs]e(?:\s+number)?)\b"
+    r"|身份证(?:号码?)?|护照(?:号码?)?|通行证(?:号码?)?|证件号码?|社保号|驾驶证|驾照",
     re.I,
 )
 _PHONE = re.compile(
@@ -75,14 +85,15 @@ _OTHER = re.compile(
     r"|country|stock|ticker|coupon|promo|discount|voucher|referral|invite|invitation|source|qr|bar|swift|bic"
     r"|product|part|course|airport|tax|vat|registration|company|policy|member(?:ship)?|customer|client"
     r"|student|employee|staff|vehicle|plate|table|platform|step|episode|track|lottery|house|street|road"
-    r"|avenue|bus|route|channel|batch|lot|item|extension|ext|port)(?:\s+(?:numbers?|no\.?|#|ids?|codes?|refs?))?"
+    r"|avenue|bus|route|channel|batch|lot|item|extension|ext|port)(?:\s+(?:numbers?|no\.?|ids?|codes?|refs?))?"
     r"|(?:door|gate|locker|user|page)\s+(?:numbers?|no\.?|#|ids?)(?=\s+(?:is\s+)?[A-Z]?\d{1,4}\b)"
     r"|gate\s+(?=[A-Z]?\d{1,3}\b)"
     r"|(?:boarding|bus|season|day|ski|hall|guest)\s+pass|network\s+name|ssid|called|named|username|user\s+id|id|ends?\s+in|ending\s+in|last\s+(?:four|4|three|3)"
     r"|price|total|numbers?\s+of|public\s+key|fingerprint|hash|sha\d*|md5|checksum|digest)\b"
     r"|(?:订单|单号|快递|物流|运单|发票|工单|合同|会议|房间|航班|车次|座位|邮编|股票|条码|型号|版本|批次|优惠券?|券"
+    r"|错误|报错|出错|状态|返回"
     r"|名称|名字|用户名|会员|学号?|工号?|门牌|社会信用|商品|序列|邮政|[0-9]室|楼|栋|单元(?!门))"
-    r"(?:号码|编号|代码|号|码)?|编号|代码|尾号|[后前][四六468]位",
+    r"(?:号码|编号|代码|号|码)?|编号|尾号|[后前][四六468]位",
     re.I,
 )
 # Words in the gap that stop a value from being given: negation, a question, "not", "别".
@@ -110,7 +121,7 @@ _SENTENCE = re.compile(r"[。！？!?\n;；]|\.(?=\s|$)")
 # What a number is when it is not a secret: a date, a time, a price, a quantity, a version.
 _DATE_PARTS = re.compile(r"(\d{1,4})[-./](\d{1,2})(?:[-./](\d{2,4}))?")
 UNIT_AFTER = re.compile(
-    r"\s*(?:%|‰|年|月|日|号(?!码)|点|时|分|秒|元|块|角|毛|美元|欧|镑|岁|次|天|周|个|位|楼|层|室|栋|斤|公斤|克|米|公里"
+    r"\s*(?:%|‰|年|月|日|号(?!码)|点|时|分|秒|元|块|角|毛|美元|欧|镑|岁|次|天|周|个|位|楼|层|室|栋|斤|公斤|克|米|公里|级|届"
     r"|(?:k?g|lbs?|cm|mm|km|m|mb|gb|tb|kb|ms|hz|px|pt|mph)\b"
     r"|(?:years?|months?|weeks?|days?|hours?|hrs?|minutes?|mins?|seconds?|secs?|times?|characters?|chars?"
     r"|digits?|letters?|words?|people|dollars?|euros?|pounds?|yuan|usd|eur|gbp|rmb|cny|am|pm|st|nd|rd|th"
@@ -171,6 +182,10 @@ _VERB_NOUN = re.compile(r"(?:sign|log|pass|key|tap|punch)\b", re.I)
 _DETERMINED = re.compile(r"\b(?:a|an|the|this|that|these|those|one|each|every|some|any|no)\s+$", re.I)
 
 
+# A word glued by ":" to what follows is part of a token ("build:Qu4rtz-19" is user:password), not a label.
+_GLUED = re.compile(r":[!-~]")
+
+
 def _nouns(text: str) -> list[tuple[int, int, str]]:
     """(start, end, family) of every noun that names something a value may belong to, by where they end."""
     found = []
@@ -179,6 +194,7 @@ def _nouns(text: str) -> list[tuple[int, int, str]]:
         ("password", _MORE_CREDENTIAL),
         ("lock", _LOCK),
         ("opens", _OPENS),
+        ("identity", _IDENTITY),
         ("phone", _PHONE),
         ("account", _ACCOUNT),
         ("other", _OTHER),
@@ -189,6 +205,7 @@ def _nouns(text: str) -> list[tuple[int, int, str]]:
             if not (
                 _VERB_NOUN.match(m.group()) and _DETERMINED.search(text, max(0, m.start() - 12), m.start())
             )
+            and not (family == "other" and m.group().isascii() and _GLUED.match(text, m.end()))
         ]
     others = sorted((start, end) for start, end, family in found if family == "other")
     other_starts = [start for start, _ in others]
@@ -229,6 +246,8 @@ def _accepts(family: str, shape: str, digits: str, value: str, sentence: str) ->
     if family == "lock":
         keyed = bool(re.search(r"[*#]|\d[\s-]\d", value))
         return "password" if shape == "digits" and (len(digits) >= 4 or keyed) else None
+    if family == "identity":
+        return "id_card" if shape in {"digits", "mixed"} and sum(ch.isdigit() for ch in value) >= 6 else None
     if family == "phone":
         return "phone" if shape == "digits" and 7 <= len(digits) <= 15 else None
     if family == "account":
@@ -248,7 +267,7 @@ def sentence_of(text: str, at: int, reach: int = 240) -> str:
 def bound_values(text: str) -> list[Span]:
     """(kind, start, end) of every value a sensitive noun binds in ``text`` (already in normal form)."""
     spans: list[Span] = []
-    if not re.search(r"\d|['\"“‘「『]", text):
+    if not _ANY_VALUE.search(text):
         return spans
     values = list(_values(text))
     if not values:  # most text holds nothing a noun could bind; its nouns need not be read
@@ -258,68 +277,63 @@ def bound_values(text: str) -> list[Span]:
         [noun for noun in _nouns(text) if noun[2] == "other" or not _META_AFTER.match(text, noun[1])]
     )
     for start, end, shape, digits in values:
-        if shape != "digits" and re.search(r"\d", text[start:end]) and _FOR_ACCOUNTS.match(text, end):
-            spans.append(("password", start, end))
-            continue
-        named = _named_after(text, nouns, start, end)
-        if named:
-            kind = _accepts(named, shape, digits, text[start:end], sentence_of(text, start))
-            if kind:
-                spans.append((kind, start, end))
-                continue
-        owner = nouns.ending_by(start)
-        claimed = owner is not None and start - owner[1] <= 48 and owner[2] == "other"
-        if not claimed and shape == "digits" and _dialled_abroad(text, start, end):
-            spans.append(("phone", start, end))
-            continue
-        if owner is None or owner[2] == "other" or start - owner[1] > 48:
-            continue
-        if any(noun[2] == "other" for noun in nouns.starting_in(end, end + 2)):
-            continue  # "the lock 2019 model": the number qualifies the noun after it
-        gap = text[owner[1] : start]
-        if _SENTENCE.search(gap) or _NOT_GIVEN.search(gap):
-            continue
-        word = text[owner[0] : owner[1]]
-        generated = shape == "mixed" and end - start >= 16 and word.lower() == "key"
-        before = text[max(0, owner[0] - 80) : owner[0]]
-        if owner[2] == "password" and not generated and not _wanted(word, gap + text[start:end], before):
-            continue  # a bare "key" binds only what looks generated: "the Mailgun key is key-3ax6…"
-        kind = _accepts(owner[2], shape, digits, text[start:end], sentence_of(text, start))
+        kind = _kind_of(text, nouns, start, end, shape, digits)
         if kind:
             spans.append((kind, start, end))
     spans += [("password", m.start("value"), m.end("value")) for m in _PAIR.finditer(text)]
     return spans + _combinations(text, nouns.all)
 
 
-# A number dialled with a trunk 0 (06 45 23 87 19, 07823 456712, 090-4417-2286) may be of any of these
-# countries; only such a run is read for them, so other text costs nothing more.
+_ANY_VALUE = re.compile(r"\d|['\"“‘「『]")
+_HAS_DIGIT = re.compile(r"\d")
+
+
+def _kind_of(text: str, nouns: _Nouns, start: int, end: int, shape: str, digits: str) -> str | None:
+    """What secret the value at ``start:end`` is, by the noun it belongs to (or its own shape), or None."""
+    value = text[start:end]
+    if shape != "digits" and _HAS_DIGIT.search(value) and _FOR_ACCOUNTS.match(text, end):
+        return "password"
+    named = _named_after(text, nouns, start, end)
+    kind = _accepts(named, shape, digits, value, sentence_of(text, start)) if named else None
+    if kind:
+        return kind
+    owner = nouns.ending_by(start)
+    near = owner is not None and start - owner[1] <= 48
+    if near and owner is not None and owner[2] != "other" and _bound(text, nouns, owner, start, end, shape):
+        kind = _accepts(owner[2], shape, digits, value, sentence_of(text, start))
+    if kind is None and shape == "digits" and not (near and owner is not None and owner[2] == "other"):
+        kind = "phone" if _dialled_abroad(text, start, end) else None
+    return kind
+
+
+def _bound(text: str, nouns: _Nouns, owner: tuple[int, int, str], start: int, end: int, shape: str) -> bool:
+    """Whether ``owner`` binds the value: same sentence, not negated, not qualifying the noun after it."""
+    if any(noun[2] == "other" for noun in nouns.starting_in(end, end + 2)):
+        return False  # "the lock 2019 model": the number qualifies the noun after it
+    gap = text[owner[1] : start]
+    if _SENTENCE.search(gap) or _NOT_GIVEN.search(gap):
+        return False
+    word = text[owner[0] : owner[1]]
+    generated = shape == "mixed" and end - start >= 16 and word.lower() == "key"
+    before = text[max(0, owner[0] - 80) : owner[0]]
+    # a bare "key" binds only what looks generated: "the Mailgun key is key-3ax6…"
+    return owner[2] != "password" or generated or _wanted(word, gap + text[start:end], before)
+
+
+# A number dialled with a trunk 0 (06 45 23 87 19, 07823 456712, 090-4417-2286), or grouped in three or more
+# parts (612 34 56 78), may be of any of these countries; only such a run is read for them.
 _TRUNK_REGIONS = (
-    "GB",
-    "FR",
-    "DE",
-    "JP",
-    "AU",
-    "KR",
-    "IT",
-    "ES",
-    "NL",
-    "BE",
-    "CH",
-    "AT",
-    "IE",
-    "NZ",
-    "SE",
-    "TW",
-)
+    "GB", "FR", "DE", "JP", "AU", "KR", "IT", "ES", "NL", "BE", "CH", "AT", "IE", "NZ", "SE", "TW", "PT", "PL", "IN", "BR",
+)  # fmt: skip
 
 
 def _dialled_abroad(text: str, start: int, end: int) -> bool:
-    """A trunk-0 number valid and grouped as one of these countries writes it, and not the tail of a longer
-    code ("1Z 999 AA1 01 2345 6784")."""
+    """A trunk-0 or grouped number valid and grouped as one of these countries writes it, and not the tail
+    of a longer code ("1Z 999 AA1 01 2345 6784")."""
     raw = text[start:end]
-    if not re.fullmatch(r"0\d(?:[\s.-]?\d){7,11}", raw) or re.search(
-        r"[A-Za-z0-9]\s$", text[max(0, start - 2) : start]
-    ):
+    trunk = re.fullmatch(r"0\d(?:[\s.-]?\d){7,11}", raw)
+    grouped = len(re.findall(r"[\s.-]", raw)) >= 3 and 9 <= sum(ch.isdigit() for ch in raw) <= 11
+    if not (trunk or grouped) or re.search(r"[A-Za-z0-9]\s$", text[max(0, start - 2) : start]):
         return False
     from phonenumbers import Leniency, PhoneNumberMatcher
 
@@ -328,6 +342,14 @@ def _dialled_abroad(text: str, start: int, end: int) -> bool:
         if found is not None and found.end - found.start == len(raw):
             return True
     return False
+
+
+_CLAIMED = re.compile(rf"(?:{_OTHER.pattern})[\s:：#是为]*$", re.I)
+
+
+def claimed(text: str, start: int) -> bool:
+    """Whether a look-alike noun right before ``start`` owns the number there ("学号 2021110456")."""
+    return bool(_CLAIMED.search(text, max(0, start - 16), start))
 
 
 class _Nouns:

@@ -22,7 +22,7 @@ _SECURITY = re.compile(
 
 # A wallet's recovery words: twelve to twenty-four plain words (or single 汉字) in a row, beside a word for them.
 _WORD_RUN = re.compile(
-    r"(?<![A-Za-z'’-])[a-z]{3,8}(?:,?[ \t]{1,2}[a-z]{3,8}){11,23}(?![A-Za-z'’-])"
+    r"(?<![A-Za-z'’-])(?:\d{1,2}[.):]?\s)?[a-z]{3,8}(?:,?[ \t]{1,2}(?:\d{1,2}[.):]?\s)?[a-z]{3,8}){11,23}(?![A-Za-z'’-])"
     r"|(?<![\u4e00-\u9fff])[\u4e00-\u9fff](?:,?[ \t]{1,2}[\u4e00-\u9fff]){11,23}(?![\u4e00-\u9fff])"
 )
 _WALLET = re.compile(
@@ -42,7 +42,7 @@ def _seed_phrases(text: str) -> list[Span]:
     """Twelve to twenty-four plain words in a row, in a sentence that names what they are."""
     spans: list[Span] = []
     for m in _WORD_RUN.finditer(text):
-        words = re.split(r",?\s+", m.group())
+        words = re.findall(r"[a-z]+", m.group())
         if _STOPWORDS.isdisjoint(words) and _WALLET.search(sentence_of(text, m.start())):
             spans.append(("password", m.start(), m.end()))
     return spans

@@ -134,6 +134,7 @@ _EN_BEFORE = re.compile(
     rf"|safe|secure|easy|obvious|poor|awful|lousy|fine|ok|okay)\b)(?:[\w-]+\s+){{0,3}}?(?P<word>{_EN_CREDENTIAL})",
     re.I,
 )
+_ZH_JUDGED = re.compile(r"最|常见|常用|简单|典型|流行|危险|不安全|容易|经典|糟糕|差劲|烂|弱|强")
 _ZH_BEFORE = re.compile(
     rf"(?P<value>[^\s,，。;；!！?？\n]{{1,20}})\s*(?:就|也)?是\s*(?:我|我们|他|她|你|您|家里|公司)?的?"
     rf"(?:新|旧|现在的|目前的)?\S{{0,6}}?(?P<word>{_ZH_CREDENTIAL})",
@@ -291,6 +292,8 @@ def _named_after(text: str) -> list[tuple[int, int]]:
                 continue
             if pattern in (_EN_BEFORE, _ZH_BEFORE) and not _ENDS_CLAUSE.match(text, m.end()):
                 continue
+            if pattern is _ZH_BEFORE and _ZH_JUDGED.search(text, m.end("value"), m.start("word")):
+                continue  # "123456 是最常见的密码" judges an example, it sets nothing
             if _NEGATED.search(text[max(0, m.start() - 12) : m.start()]):
                 continue
             if _is_value(value, zh=zh) and _wanted(m.group("word"), value, text[: m.start(group)]):

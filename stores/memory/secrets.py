@@ -8,13 +8,18 @@ the value looks like (:mod:`stores.memory.secret_statements`). Spans map back to
 
 from __future__ import annotations
 
-from stores.memory.secret_binding import bound_values
+import re
+
+from stores.memory.secret_binding import bound_values, claimed
 from stores.memory.secret_kinds import EMAIL, structural_findings
 from stores.memory.secret_phrases import said_in_words
 from stores.memory.secret_statements import credential_statements
 from stores.memory.secret_text import read
 
 AUDIT_CHARS = 500
+# A number read as a phone only by libphonenumber's guess (no +, not a Chinese mobile) is another thing's
+# when a look-alike noun names it: "学号 2021110456" is a student number.
+_CLAIMABLE = re.compile(r"(?!\+|(?:86)?1[3-9])[\d\s().-]+")
 LABELS = {
     "phone": "电话号码 / phone number",
     "id_card": "身份证号 / ID number",
@@ -27,6 +32,11 @@ LABELS = {
     "private_key": "私钥 / private key",
 }
 _TOKEN_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+/=.:@%~!#$&*")
+
+
+def _claimed_phone(text: str, span: tuple[str, int, int]) -> bool:
+    kind, start, end = span
+    return kind == "phone" and bool(_CLAIMABLE.fullmatch(text[start:end])) and claimed(text, start)
 
 
 def _widen(text: str, start: int, end: int) -> tuple[int, int]:
@@ -43,7 +53,7 @@ def findings(text: str) -> list[tuple[str, int, int]]:
     if not text:
         return []
     reading = read(text)
-    spans = structural_findings(reading.text)
+    spans = [span for span in structural_findings(reading.text) if not _claimed_phone(reading.text, span)]
     spans += [("password", start, end) for start, end in credential_statements(reading.text)]
     spans += bound_values(reading.text)
     spans += said_in_words(reading.text)

@@ -58,6 +58,12 @@ from stores.memory.secrets import redact, sensitive_kinds
         ("Claire in Paris: 07 81 22 46 93", "phone", "22 46 93"),
         ("他一直用 mao_1999 这个密码", "password", "mao_1999"),
         ("卡反面三位码 7 2 4", "password", "7 2 4"),
+        ("wget --user=ops --password=Gr4nite! https://files.example.com", "password", "Gr4nite!"),
+        ("curl -u build:Qu4rtz-19 https://ci.example.com", "password", "Qu4rtz-19"),
+        ("the SSN on the W-2 is 523 71 9904", "id_card", "9904"),
+        ("seed, in order: 1 maple 2 ocean 3 drift 4 lunar 5 canyon 6 velvet 7 ripple 8 mercy 9 hollow 10 frost 11 ember 12 signal", "password", "ripple"),
+        ("楼下门口输 2207 再按 # 就开", "password", "2207"),
+        ("谷歌账户的备用代码：4F7K-2QZP-9MXA", "password", "9MXA"),
     ],
 )
 def test_a_value_bound_to_its_noun_is_found_and_redacted(text: str, kind: str, value: str) -> None:
@@ -108,6 +114,11 @@ def test_a_value_bound_to_its_noun_is_found_and_redacted(text: str, kind: str, v
         "last login 03/11/2024 09:12",
         "the TCP/IP stack and the read/write ratio 3/4",
         "the score is 3/2 after extra time",
+        "the commit message says 'fix login bug #7731'",
+        "登录失败，错误码 50012",
+        "他说 888888 是最常见的支付密码",
+        "学号 2021110456 已经激活",
+        "电梯到 18 楼要按 18",
     ],
 )
 def test_a_look_alike_keeps_its_own_number(text: str) -> None:

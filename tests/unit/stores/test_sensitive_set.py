@@ -5,10 +5,11 @@
 sentences that look alike (order and tracking numbers, dates, prices, versions, public service numbers, talk
 about passwords without one). ``sensitive_fresh.jsonl`` (242), ``sensitive_fresh2.jsonl`` (104),
 ``sensitive_fresh3.jsonl`` (99), ``sensitive_fresh4.jsonl`` (99, in the third person a memory is written
-in) and ``sensitive_fresh5.jsonl`` (98, half look-alikes beside credential words) were written fresh, in the
-way people talk to an assistant, and each was measured before any change it led to (recall 0.834, 0.864,
-0.918, 0.984, 0.896; false positives 0.035, 0.026, 0.000, 0.053, 0.040 then); they hold the check to
-wording its rules were not written from.
+in), ``sensitive_fresh5.jsonl`` (98, half look-alikes beside credential words) and ``sensitive_fresh6.jsonl``
+(95, commands, config lines, corrections, phones of many countries) were written fresh, in the way people
+talk to an assistant, and each was measured before any change it led to (recall 0.834, 0.864, 0.918,
+0.984, 0.896, 0.877; false positives 0.035, 0.026, 0.000, 0.053, 0.040, 0.105 then); they hold the check
+to wording its rules were not written from.
 ``tests/fixtures/sensitive_measure.py`` prints the same figures with what was missed or flagged."""
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ from stores.memory.checks import redact, sensitive_kinds
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
 SET = FIXTURES / "sensitive_sentences.jsonl"
-FRESH = [FIXTURES / f"sensitive_fresh{n}.jsonl" for n in ("", "2", "3", "4", "5")]
-FRESH_IDS = ["fresh", "fresh2", "fresh3", "fresh4", "fresh5"]
+FRESH = [FIXTURES / f"sensitive_fresh{n}.jsonl" for n in ("", "2", "3", "4", "5", "6")]
+FRESH_IDS = ["fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6"]
 
 
 def _rows(path: Path = SET) -> list[dict[str, object]]:
@@ -51,7 +52,7 @@ def test_the_set_is_large_and_balanced() -> None:
 
 @pytest.mark.parametrize(
     ("path", "at_least", "secret_share"),
-    list(zip(FRESH, (200, 80, 80, 80, 80), (0.6, 0.6, 0.6, 0.6, 0.45), strict=True)),
+    list(zip(FRESH, (200, 80, 80, 80, 80, 80), (0.6, 0.6, 0.6, 0.6, 0.45, 0.6), strict=True)),
     ids=FRESH_IDS,
 )
 def test_the_fresh_sets_hold_secrets_half_chinese_with_hard_look_alikes(
