@@ -16,6 +16,7 @@ import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 
+from stores.memory.secret_kinds import dialled_abroad
 from stores.memory.secret_statements import _ENDS_CLAUSE, _META_AFTER, CREDENTIAL, _is_value, _wanted
 
 Span = tuple[str, int, int]
@@ -302,7 +303,7 @@ def _kind_of(text: str, nouns: _Nouns, start: int, end: int, shape: str, digits:
     if near and owner is not None and owner[2] != "other" and _bound(text, nouns, owner, start, end, shape):
         kind = _accepts(owner[2], shape, digits, value, sentence_of(text, start))
     if kind is None and shape == "digits" and not (near and owner is not None and owner[2] == "other"):
-        kind = "phone" if _dialled_abroad(text, start, end) else None
+        kind = "phone" if dialled_abroad(text, start, end) else None
     return kind
 
 
@@ -318,30 +319,6 @@ def _bound(text: str, nouns: _Nouns, owner: tuple[int, int, str], start: int, en
     before = text[max(0, owner[0] - 80) : owner[0]]
     # a bare "key" binds only what looks generated: "the Mailgun key is key-3ax6…"
     return owner[2] != "password" or generated or _wanted(word, gap + text[start:end], before)
-
-
-# A number dialled with a trunk 0 (06 45 23 87 19, 07823 456712, 090-4417-2286), or grouped in three or more
-# parts (612 34 56 78), may be of any of these countries; only such a run is read for them.
-_TRUNK_REGIONS = (
-    "GB", "FR", "DE", "JP", "AU", "KR", "IT", "ES", "NL", "BE", "CH", "AT", "IE", "NZ", "SE", "TW", "PT", "PL", "IN", "BR",
-)  # fmt: skip
-
-
-def _dialled_abroad(text: str, start: int, end: int) -> bool:
-    """A trunk-0 or grouped number valid and grouped as one of these countries writes it, and not the tail
-    of a longer code ("1Z 999 AA1 01 2345 6784")."""
-    raw = text[start:end]
-    trunk = re.fullmatch(r"0\d(?:[\s.-]?\d){7,11}", raw)
-    grouped = len(re.findall(r"[\s.-]", raw)) >= 3 and 9 <= sum(ch.isdigit() for ch in raw) <= 11
-    if not (trunk or grouped) or re.search(r"[A-Za-z0-9]\s$", text[max(0, start - 2) : start]):
-        return False
-    from phonenumbers import Leniency, PhoneNumberMatcher
-
-    for region in _TRUNK_REGIONS:
-        found = next(iter(PhoneNumberMatcher(raw, region, leniency=Leniency.STRICT_GROUPING)), None)
-        if found is not None and found.end - found.start == len(raw):
-            return True
-    return False
 
 
 _CLAIMED = re.compile(rf"(?:{_OTHER.pattern})[\s:：#是为]*$", re.I)

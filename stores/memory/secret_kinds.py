@@ -256,6 +256,31 @@ def _phone_numbers(text: str) -> Iterator[Span]:
 
 
 
+# A number dialled with a trunk 0 (06 45 23 87 19, 07823 456712, 090-4417-2286), or grouped in three or more
+# parts (612 34 56 78), may be of any of these countries; only such a run is read for them.
+_TRUNK_REGIONS = (
+    "GB", "FR", "DE", "JP", "AU", "KR", "IT", "ES", "NL", "BE", "CH", "AT", "IE", "NZ", "SE", "TW", "PT", "PL", "IN", "BR",
+)  # fmt: skip
+
+
+def dialled_abroad(text: str, start: int, end: int) -> bool:
+    """A trunk-0 or grouped number valid and grouped as one of these countries writes it, and not the tail
+    of a longer code ("1Z 999 AA1 01 2345 6784")."""
+    raw = text[start:end]
+    trunk = re.fullmatch(r"0\d(?:[\s.-]?\d){7,11}", raw)
+    grouped = len(re.findall(r"[\s.-]", raw)) >= 3 and 9 <= sum(ch.isdigit() for ch in raw) <= 11
+    if not (trunk or grouped) or re.search(r"[A-Za-z0-9]\s$", text[max(0, start - 2) : start]):
+        return False
+
+    from phonenumbers import Leniency, PhoneNumberMatcher
+
+    for region in _TRUNK_REGIONS:
+        found = next(iter(PhoneNumberMatcher(raw, region, leniency=Leniency.STRICT_GROUPING)), None)
+        if found is not None and found.end - found.start == len(raw):
+            return True
+    return False
+
+
 def structural_findings(text: str) -> list[Span]:
     """(kind, start, end) of every span of ``text`` (in normal form) that is sensitive by its structure."""
     spans = [(kind, m.start(), m.end()) for kind, p in _PATTERNS for m in p.finditer(text)]
