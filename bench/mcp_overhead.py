@@ -1,6 +1,6 @@
 """Per-call overhead of an MCP tool (stdio and streamable HTTP) against the same tool run locally.
 
-Every path is one ``echo(text)`` call through ``ToolExecutor.run``, the way the graph's tools node runs a
+Every path is one ``echo(text)`` call through ``ToolRounds.call``, the way the graph's tools node runs a
 round (a fresh ``asyncio.run`` per call): a local async handler, a local sync handler (run on a daemon
 thread), and the fixture server's ``echo`` over a long-lived stdio session and over streamable HTTP on
 loopback. The calls are interleaved, and the table shows the median and p90 per call and the ratio of the
@@ -29,11 +29,11 @@ from pathlib import Path
 
 from langchain_mcp_adapters.sessions import create_session
 
-from tools.executor import ToolCallRequest, ToolExecutor
 from tools.mcp import MCPManager
 from tools.mcp_config import parse_mcp_config
 from tools.permissions import EVERYTHING
 from tools.registry import ToolContext, ToolRegistry, ToolSpec
+from tools.rounds import ToolRounds
 
 SERVER = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "mcp_server.py"
 ECHO_SCHEMA = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
@@ -50,13 +50,13 @@ def echo_sync(text: str) -> str:
 
 
 def caller(registry: ToolRegistry, name: str) -> Call:
-    executor = ToolExecutor(registry)
+    rounds = ToolRounds(registry)
 
     def call(text: str) -> str:
-        [outcome] = executor.run([ToolCallRequest("c", name, {"text": text})], CTX)
-        if outcome.status != "success" or outcome.content != text:
-            raise AssertionError(f"{name}: {outcome.content!r}")
-        return outcome.content
+        [answer] = rounds.call([{"id": "c", "name": name, "args": {"text": text}}], CTX)
+        if answer.status != "success" or answer.content != text:
+            raise AssertionError(f"{name}: {answer.content!r}")
+        return text
 
     return call
 
@@ -141,8 +141,8 @@ def main(argv: list[str] | None = None) -> int:
         with MCPManager(config, connect_timeout=60) as manager:
             registry = ToolRegistry(
                 [
-                    ToolSpec("local_async", "echo", ECHO_SCHEMA, echo_async),
-                    ToolSpec("local_sync", "echo", ECHO_SCHEMA, echo_sync),
+                    ToolSpec.from_schema("local_async", "echo", ECHO_SCHEMA, echo_async),
+                    ToolSpec.from_schema("local_sync", "echo", ECHO_SCHEMA, echo_sync),
                 ]
             )
             for spec in manager.tool_specs(existing_names=registry.names()):
@@ -164,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         for name, v in samples.items()
     }
     print(
-        f"MCP call overhead: echo through ToolExecutor.run, {args.calls} calls per path (interleaved), "
+        f"MCP call overhead: echo through ToolRounds.call (the graph's ToolNode and policies), {args.calls} calls per path (interleaved), "
         f"python {platform.python_version()}"
     )
     print(f"{'path':<22}{'median ms':>11}{'p90 ms':>9}{'min ms':>9}{'vs local async':>16}{'added ms':>10}")

@@ -135,10 +135,10 @@ def call_tool(
     as_json: bool = typer.Option(False, "--json", help="Print the outcome as JSON."),
 ) -> None:
     """Run one call through the platform: validation, permission, approval, timeout."""
-    from tools.executor import ToolCallRequest, ToolExecutor
     from tools.nesting import depth_message, json_too_deep
     from tools.permissions import grant_for
     from tools.registry import ToolContext
+    from tools.rounds import ToolRounds
 
     if json_too_deep(args):  # json.loads itself would raise RecursionError
         _fail(depth_message("--args"), 2)
@@ -153,43 +153,41 @@ def call_tool(
     if name not in registry:
         _fail(f"unknown tool {name!r}; `kb-agent tools list` shows the tools", 2)
     grant = grant_for(ctx)
-    executor = ToolExecutor(registry, concurrency=1, timeout=ctx.tool_timeout)
-    call = ToolCallRequest(id=f"cli_{uuid.uuid4().hex[:12]}", name=name, args=parsed)
+    call_id = f"cli_{uuid.uuid4().hex[:12]}"
     tool_ctx = ToolContext(
-        user_id=ctx.user_id, timezone=ctx.timezone, settings=ctx, run_id=call.id, grant=grant
+        user_id=ctx.user_id, timezone=ctx.timezone, settings=ctx, run_id=call_id, grant=grant
     )
     events: list[dict[str, Any]] = []
     quiet = logging.getLogger("kb_agent")
     level = quiet.level
     quiet.setLevel(logging.ERROR)  # the outcome below says it once; restored for whoever runs us in-process
     try:
-        [outcome] = executor.run([call], tool_ctx, emit=events.append, approver=prompt_approver(err))
+        [answer] = ToolRounds(registry).call(
+            [{"id": call_id, "name": name, "args": parsed}],
+            tool_ctx,
+            approver=prompt_approver(err),
+            emit=events.append,
+            timeout=ctx.tool_timeout,
+            concurrency=1,
+        )
     finally:
         quiet.setLevel(level)
     statuses = {e.get("status") for e in events}
+    status = "error" if answer.status == "error" else "success"
+    content = answer.content if isinstance(answer.content, str) else str(answer.content)
     if as_json:
         typer.echo(
-            json_text({"tool": name, "status": outcome.status, "content": outcome.content, "events": events})
+            json_text({"tool": name, "status": status, "content": content, "events": events})
         )
-    elif outcome.status == "success":
-        out.print(shown(outcome.content))
+    elif status == "success":
+        out.print(shown(content))
     else:
-        err.print(f"[red]{shown(outcome.content)}[/red]", soft_wrap=True)
-    if outcome.status == "success":
+        err.print(f"[red]{shown(content)}[/red]", soft_wrap=True)
+    if status == "success":
         return
     if "denied" in statuses:
         raise typer.Exit(4)
     if "approval_denied" in statuses:
         raise typer.Exit(5)
-    raise typer.Exit(2 if _bad_arguments(registry, name, parsed) else 1)
-
-
-def _bad_arguments(registry: ToolRegistry, name: str, args: dict[str, Any]) -> bool:
-    """Whether the call failed on its arguments (exit 2, like bad JSON), not in the tool (exit 1)."""
-    from tools.registry import ToolArgumentError, validate_arguments
-
-    try:
-        validate_arguments(registry.get(name), args)
-    except ToolArgumentError:
-        return True
-    return False
+    # A call refused for its arguments exits 2, like bad JSON; a failure in the tool exits 1.
+    raise typer.Exit(2 if any(e.get("cause") == "arguments" for e in events) else 1)

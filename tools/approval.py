@@ -17,6 +17,8 @@ from typing import Any
 
 from langgraph.types import interrupt
 
+from tools.registry import ToolError
+
 APPROVAL_KIND = "tool_approval"
 RESUME_HINT = (
     'resume with Command(resume={"approved": true|false, "reason": "...", "call_id": "...", "digest": "..."}) '
@@ -144,3 +146,61 @@ def describe_call(tool: str, args: dict[str, Any]) -> str:
     """The default description: the tool and its exact arguments."""
     shown = json.dumps(args, ensure_ascii=False, sort_keys=True, default=str)
     return f"run tool {tool!r} with arguments {shown}"
+
+
+@dataclass(frozen=True)
+class Review:
+    """What the people asked decided for one round of calls: the digest each approved call was shown
+    with, and the answer each call that must not run gets instead."""
+
+    approved: dict[str, str]  # call id -> digest of the tool and arguments the person saw
+    refused: dict[str, str]  # call id -> the error text the model reads
+
+
+def review_calls(
+    calls: list[dict[str, Any]],
+    needs_approval: Callable[[dict[str, Any]], bool],
+    describe: Callable[[dict[str, Any]], str],
+    approver: Approver | None,
+    emit: Callable[[dict[str, Any]], None],
+    *,
+    source: Callable[[str], str] = lambda _name: "builtin",
+    log: Callable[[ApprovalRequest, ApprovalDecision], None] = lambda _r, _d: None,
+) -> Review:
+    """Ask about every call that needs a person, one by one, before any call of the round runs.
+
+    All questions come first so a pause (``interrupt``) never happens after a side effect: when the graph
+    resumes, the step runs again from the start and nothing has run twice. ``needs_approval`` leaves out
+    calls that would fail anyway (unknown, denied, bad arguments): they are not put to a person.
+    ``describe`` may raise ``ValueError`` (e.g. no such document): the call is refused without asking.
+    """
+    approved: dict[str, str] = {}
+    refused: dict[str, str] = {}
+    for call in calls:
+        if not needs_approval(call):
+            continue
+        call_id, name, args = call.get("id") or "", call["name"], call.get("args") or {}
+        event = {"type": "tool_call", "tool": name, "call_id": call_id, "source": source(name)}
+        if approver is None:
+            message = f"tool {name!r} needs a person's approval and this run has no way to ask; nothing was changed"
+            refused[call_id] = f"Error: {message}"
+            emit({**event, "status": "approval_denied", "reason": message})
+            continue
+        try:
+            description = describe(call)
+        except (ToolError, ValueError) as exc:  # the action cannot happen: nothing to ask
+            refused[call_id] = f"Error: {exc}"
+            emit({**event, "status": "error", "error": str(exc)})
+            continue
+        request = ApprovalRequest(call_id, name, args, description, source(name))
+        emit({**event, "status": "approval_requested", "args": args, "description": request.description})
+        decision = approver(request)
+        log(request, decision)
+        if decision.approved:
+            approved[call_id] = request.digest
+            emit({**event, "status": "approval_granted", "reason": decision.reason})
+            continue
+        why = f": {decision.reason}" if decision.reason else ""
+        refused[call_id] = f"Error: the user rejected {name!r}{why}. Nothing was changed; do not retry it unasked"
+        emit({**event, "status": "approval_denied", "reason": decision.reason})
+    return Review(approved, refused)

@@ -131,19 +131,6 @@ def current_date(
 
 # Sent with every request that offers the tool, so kept short: the description says how to use it, and
 # the handler checks the ranges (MAX_YEARS) with a message the model can act on.
-PARAMETERS: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "date": {"type": "string"},
-        "years": {"type": "integer"},
-        "months": {"type": "integer"},
-        "day": {"type": "integer"},
-        "weeks": {"type": "integer"},
-        "days": {"type": "integer"},
-        "weekday": {"type": "string", "enum": WEEKDAYS},
-    },
-    "additionalProperties": False,
-}
 DESCRIPTION = (
     "Today's date, time, weekday and time zone: call it whenever the answer depends on the date or time "
     "(今天, 几号, 星期几); never guess. Another day: days=1 tomorrow; weeks=1 weekday=friday: Friday of next "

@@ -9,14 +9,15 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from langchain_core.messages import AIMessage, HumanMessage
+from pydantic import Field
 
 from stores.base import Passage
 from stores.feedback import answer_digest
 from tools.passage_search import pool_size, rated_bad, reordered
-from tools.registry import RunSettings, ToolContext, ToolError, ToolSpec
+from tools.registry import CallContext, RunSettings, ToolContext, ToolError, ToolSpec
 
 PASSAGE_CHARS = 800
 
@@ -81,7 +82,12 @@ def _recorded_citations(answer: AIMessage, recorded: Any) -> list[str] | None:
 def knowledge_tools(services: KnowledgeServices) -> list[ToolSpec]:
     """The tool specs, bound to ``services``."""
 
-    def search_knowledge(query: str, top_k: int = 5, *, tool_context: ToolContext) -> str:
+    def search_knowledge(
+        query: Annotated[str, Field(min_length=1, max_length=2000, description="What to look for.")],
+        top_k: Annotated[int, Field(ge=1, le=20)] = 5,
+        *,
+        tool_context: CallContext,
+    ) -> str:
         kb = services.knowledge(tool_context.run_settings())
         if kb is None:
             return "The knowledge base is empty: nothing has been ingested yet."
@@ -92,7 +98,12 @@ def knowledge_tools(services: KnowledgeServices) -> list[ToolSpec]:
             )
         return json.dumps({"query": query, "passages": [_passage_view(p) for p in hits]}, ensure_ascii=False)
 
-    def generate_summary(topic: str, max_docs: int = 5, *, tool_context: ToolContext) -> str:
+    def generate_summary(
+        topic: Annotated[str, Field(min_length=1, max_length=500)],
+        max_docs: Annotated[int, Field(ge=1, le=10)] = 5,
+        *,
+        tool_context: CallContext,
+    ) -> str:
         kb = services.knowledge(tool_context.run_settings())
         hits = (
             []
@@ -109,7 +120,12 @@ def knowledge_tools(services: KnowledgeServices) -> list[ToolSpec]:
             {"topic": topic, **result, "sources": [p.get("id") for p in hits]}, ensure_ascii=False
         )
 
-    def submit_feedback(rating: str, reason: str | None = None, *, tool_context: ToolContext) -> str:
+    def submit_feedback(
+        rating: Literal["good", "bad"],
+        reason: Annotated[str | None, Field(max_length=1000)] = None,
+        *,
+        tool_context: CallContext,
+    ) -> str:
         question, answer = _previous_turn(tool_context.history)
         if answer is None:
             raise ToolError("there is no earlier answer in this thread to give feedback on")
@@ -129,7 +145,7 @@ def knowledge_tools(services: KnowledgeServices) -> list[ToolSpec]:
             result["note"] = "kept, but not an answer this agent recorded: it changes no ranking"
         return json.dumps(result, ensure_ascii=False)
 
-    def knowledge_stats(*, tool_context: ToolContext) -> str:
+    def knowledge_stats(*, tool_context: CallContext) -> str:
         kb = services.knowledge(tool_context.run_settings())
         if kb is None:
             return json.dumps(
@@ -160,7 +176,13 @@ def knowledge_tools(services: KnowledgeServices) -> list[ToolSpec]:
             f"the vector index (Chroma) and the keyword index (BM25){kept}"
         )
 
-    def delete_document(doc_id: str, *, tool_context: ToolContext) -> str:
+    def delete_document(
+        doc_id: Annotated[
+            str, Field(min_length=1, max_length=1000, description="The document's source path, e.g. guides/rag.md")
+        ],
+        *,
+        tool_context: CallContext,
+    ) -> str:
         kb, record = _document(doc_id, tool_context.run_settings())
         if hasattr(kb, "delete_to_trash"):
             removed, trash_id = kb.delete_to_trash(record.source)
@@ -177,7 +199,8 @@ def knowledge_tools(services: KnowledgeServices) -> list[ToolSpec]:
         return json.dumps(result, ensure_ascii=False)
 
     return [
-        ToolSpec(
+        ToolSpec.of(
+            search_knowledge,
             name="search_knowledge",
             description=(
                 "Search the knowledge base for passages about a query; returns passages with ids to cite as "
@@ -185,82 +208,49 @@ def knowledge_tools(services: KnowledgeServices) -> list[ToolSpec]:
                 "have do not answer; use a narrower or broader query to search again. Not for small talk, "
                 "arithmetic or dates."
             ),
-            parameters={
-                "type": "object",
-                "properties": {
-                    "query": {
-                        "type": "string",
-                        "minLength": 1,
-                        "maxLength": 2000,
-                        "description": "What to look for.",
-                    },
-                    "top_k": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5},
-                },
-                "required": ["query"],
-                "additionalProperties": False,
-            },
-            handler=search_knowledge,
             domain="knowledge",
             always_on=True,
             permissions=("kb:read",),
         ),
-        ToolSpec(
+        ToolSpec.of(
+            generate_summary,
             name="generate_summary",
             description=(
                 "Write a structured summary of what the knowledge base says about a topic (retrieves up to "
                 "max_docs passages, then summarises them with a separate model call). Call it only when the "
                 "user asks for a summary/overview (整理/总结/摘要); for a specific question use search_knowledge."
             ),
-            parameters={
-                "type": "object",
-                "properties": {
-                    "topic": {"type": "string", "minLength": 1, "maxLength": 500},
-                    "max_docs": {"type": "integer", "minimum": 1, "maximum": 10, "default": 5},
-                },
-                "required": ["topic"],
-                "additionalProperties": False,
-            },
-            handler=generate_summary,
             domain="knowledge",
             always_on=True,
             permissions=("kb:read",),
             timeout=120.0,
         ),
-        ToolSpec(
+        ToolSpec.of(
+            submit_feedback,
             name="submit_feedback",
             description=(
                 "Record the user's rating of your previous answer: 'good' when they say it was helpful or "
                 "right (满意/有用), 'bad' when they say it was wrong or unhelpful (不准确/没用). Call it only "
                 "when the user comments on an earlier answer; include their reason."
             ),
-            parameters={
-                "type": "object",
-                "properties": {
-                    "rating": {"type": "string", "enum": ["good", "bad"]},
-                    "reason": {"type": "string", "maxLength": 1000},
-                },
-                "required": ["rating"],
-                "additionalProperties": False,
-            },
-            handler=submit_feedback,
             domain="knowledge",
             always_on=True,
             permissions=("feedback:write",),
             side_effects=True,
         ),
-        ToolSpec(
+        ToolSpec.of(
+            knowledge_stats,
             name="knowledge_stats",
             description=(
                 "Return the knowledge base's statistics: documents, chunks, last update, embedding model. "
                 "Call it when the user asks how many documents there are or what the knowledge base holds."
             ),
-            parameters={"type": "object", "properties": {}, "additionalProperties": False},
-            handler=knowledge_stats,
             domain="knowledge",
             always_on=True,
             permissions=("kb:read",),
         ),
-        ToolSpec(
+        ToolSpec.of(
+            delete_document,
             name="delete_document",
             description=(
                 "Permanently delete one document (all its chunks) from the knowledge base. Only when the "
@@ -268,20 +258,6 @@ def knowledge_tools(services: KnowledgeServices) -> list[ToolSpec]:
                 "person's approval before it runs. doc_id is the source path (the part of a passage id "
                 "before its last '#')."
             ),
-            parameters={
-                "type": "object",
-                "properties": {
-                    "doc_id": {
-                        "type": "string",
-                        "minLength": 1,
-                        "maxLength": 1000,
-                        "description": "The document's source path, e.g. guides/rag.md",
-                    }
-                },
-                "required": ["doc_id"],
-                "additionalProperties": False,
-            },
-            handler=delete_document,
             domain="knowledge",
             always_on=True,
             permissions=("kb:admin",),

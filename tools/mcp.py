@@ -349,11 +349,12 @@ class MCPManager:
             for tool, schema in entries:
                 name = names[server, tool.name]
                 specs.append(
-                    ToolSpec(
-                        name=name,
-                        description=tool.description or tool.title or f"{tool.name} (MCP server {server!r})",
-                        parameters=schema,
-                        handler=self._handler(server, tool.name),
+                    ToolSpec.from_schema(
+                        name,
+                        tool.description or tool.title or f"{tool.name} (MCP server {server!r})",
+                        schema,
+                        self._handler(server, tool.name),
+                        sync=self._blocking(server, tool.name, config.timeout),
                         timeout=config.timeout,
                         permissions=config.permissions,
                         requires_approval=config.needs_approval(tool.name) or config.needs_approval(name),
@@ -370,6 +371,14 @@ class MCPManager:
             return await self.acall(server, tool, arguments)
 
         call_mcp_tool.__qualname__ = call_mcp_tool.__name__ = f"mcp_{server}_{tool}"
+        return call_mcp_tool
+
+    def _blocking(self, server: str, tool: str, timeout: float | None) -> Callable[..., str]:
+        """The same call for a caller without an event loop (``graph.invoke``'s tool threads)."""
+
+        def call_mcp_tool(**arguments: Any) -> str:
+            return self.call(server, tool, arguments, timeout=timeout or 90.0)
+
         return call_mcp_tool
 
 

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from langchain_core.messages import HumanMessage
+from pydantic import Field
 
-from stores.memory.rules import MAX_CHARS, MEMORY_TYPES, has_forget_intent
+from stores.memory.rules import MAX_CHARS, has_forget_intent
 from stores.memory.store import ChromaMemoryStore
-from tools.registry import ToolContext, ToolError, ToolSpec
+from tools.registry import CallContext, ToolError, ToolSpec
 
+MemoryType = Literal["semantic", "episodic", "procedural"]
 StoreFor = Callable[[Any], ChromaMemoryStore]  # the run's settings -> its memory store (wired in graph)
 
 
@@ -44,7 +46,24 @@ def memory_tools(store_for: StoreFor) -> list[ToolSpec]:
     resolve = store_for
 
     def remember(
-        content: str, memory_type: str = "semantic", replaces: str = "", *, tool_context: ToolContext
+        content: Annotated[str, Field(min_length=1, max_length=MAX_CHARS * 4)],
+        memory_type: Annotated[
+            MemoryType,
+            Field(
+                description="semantic: a fact or preference; episodic: something that happened; "
+                "procedural: how to answer or work for this user."
+            ),
+        ] = "semantic",
+        replaces: Annotated[
+            str,
+            Field(
+                max_length=100,
+                description="The id of the memory this corrects (the user changed their mind); it is updated "
+                "instead of a second, contradictory memory being added.",
+            ),
+        ] = "",
+        *,
+        tool_context: CallContext,
     ) -> str:
         store = resolve(tool_context.run_settings())
         entry = store.manage(
@@ -78,7 +97,9 @@ def memory_tools(store_for: StoreFor) -> list[ToolSpec]:
             result["note"] = "this was already remembered"
         return json.dumps(result, ensure_ascii=False)
 
-    def forget(memory_id: str, *, tool_context: ToolContext) -> str:
+    def forget(
+        memory_id: Annotated[str, Field(min_length=1, max_length=100)], *, tool_context: CallContext
+    ) -> str:
         latest = _latest_user_message(tool_context.history)
         if not has_forget_intent(latest):
             raise ToolError("not forgotten: the user's latest message does not ask to forget anything")
@@ -98,14 +119,17 @@ def memory_tools(store_for: StoreFor) -> list[ToolSpec]:
             {"forgotten": True, "id": memory_id, "content": entry.old_content}, ensure_ascii=False
         )
 
-    def search_memories(query: str = "", top_k: int = 5, *, tool_context: ToolContext) -> str:
+    def search_memories(
+        query: str = "", top_k: Annotated[int, Field(ge=1, le=20)] = 5, *, tool_context: CallContext
+    ) -> str:
         store = resolve(tool_context.run_settings())
         user = tool_context.user_id
         found = store.search(user, query, top_k) if query.strip() else store.list(user, limit=top_k)
         return json.dumps({"memories": [_view(m) for m in found]}, ensure_ascii=False)
 
     return [
-        ToolSpec(
+        ToolSpec.of(
+            remember,
             name="remember",
             unavailable=memory_off,
             description=(
@@ -115,71 +139,34 @@ def memory_tools(store_for: StoreFor) -> list[ToolSpec]:
                 "Write the content as one sentence about the user ('用户喜欢…' / 'The user "
                 "prefers …'). Never save passwords, keys, phone, ID-card or bank-card numbers."
             ),
-            parameters={
-                "type": "object",
-                "properties": {
-                    "content": {"type": "string", "minLength": 1, "maxLength": MAX_CHARS * 4},
-                    "memory_type": {
-                        "type": "string",
-                        "enum": list(MEMORY_TYPES),
-                        "default": "semantic",
-                        "description": "semantic: a fact or preference; episodic: something that happened; "
-                        "procedural: how to answer or work for this user.",
-                    },
-                    "replaces": {
-                        "type": "string",
-                        "default": "",
-                        "maxLength": 100,
-                        "description": "The id of the memory this corrects (the user changed their mind); "
-                        "it is updated instead of a second, contradictory memory being added.",
-                    },
-                },
-                "required": ["content"],
-                "additionalProperties": False,
-            },
-            handler=remember,
             domain="memory",
             always_on=True,
             timeout=30.0,
             permissions=("memory:write",),
             side_effects=True,
         ),
-        ToolSpec(
+        ToolSpec.of(
+            forget,
             name="forget",
             unavailable=memory_off,
             description=(
                 "Delete one of the current user's memories by its id, only when the user asks you to "
                 "forget it. Find the id with search_memories first."
             ),
-            parameters={
-                "type": "object",
-                "properties": {"memory_id": {"type": "string", "minLength": 1, "maxLength": 100}},
-                "required": ["memory_id"],
-                "additionalProperties": False,
-            },
-            handler=forget,
             domain="memory",
             always_on=True,
             timeout=30.0,
             permissions=("memory:write",),
             side_effects=True,
         ),
-        ToolSpec(
+        ToolSpec.of(
+            search_memories,
             name="search_memories",
             unavailable=memory_off,
             description=(
                 "List the current user's long-term memories (id, type, content) most relevant to a query, "
                 "or the newest ones when the query is empty."
             ),
-            parameters={
-                "type": "object",
-                "properties": {
-                    "query": {"type": "string", "default": ""},
-                    "top_k": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5},
-                },
-                "additionalProperties": False,
-            },
-            handler=search_memories,
             domain="memory",
             always_on=True,
             timeout=30.0,

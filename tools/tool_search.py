@@ -21,15 +21,16 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated
 
 import numpy as np
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from pydantic import Field
 
 from stores.embeddings import Embedder
 from stores.fusion import rrf
 from stores.text_analysis import tokenize
-from tools.registry import ToolContext, ToolError, ToolRegistry, ToolSpec
+from tools.registry import CallContext, ToolContext, ToolError, ToolRegistry, ToolSpec
 
 if TYPE_CHECKING:
     import bm25s
@@ -282,23 +283,6 @@ FIND_TOOLS_DESCRIPTION = (
     "booking', '查询快递物流'). The tools it returns become callable in your next step. Do not call it "
     "when a tool you already have fits, and do not guess tool names it did not return."
 )
-FIND_TOOLS_PARAMETERS: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "query": {"type": "string", "minLength": 1, "description": "What you need to do, in a few words."},
-        "limit": {
-            "type": "integer",
-            "minimum": 1,
-            "maximum": FIND_TOOLS_MAX,
-            "default": 5,
-            "description": "How many tools to return.",
-        },
-    },
-    "required": ["query"],
-    "additionalProperties": False,
-}
-
-
 def find_tools_spec(
     search_provider: ToolSearch | Callable[[], ToolSearch] | Callable[[ToolContext], ToolSearch],
     *,
@@ -311,7 +295,12 @@ def find_tools_spec(
     predicate. Always-on tools are never returned: they are bound already.
     """
 
-    def find_tools(query: str, limit: int = 5, *, tool_context: ToolContext) -> str:
+    def find_tools(
+        query: Annotated[str, Field(min_length=1, description="What you need to do, in a few words.")],
+        limit: Annotated[int, Field(ge=1, le=FIND_TOOLS_MAX, description="How many tools to return.")] = 5,
+        *,
+        tool_context: CallContext,
+    ) -> str:
         if not query.strip():
             raise ToolError("find_tools needs a query: describe the action you need, e.g. 'book a flight'")
         if isinstance(search_provider, ToolSearch):
@@ -335,11 +324,10 @@ def find_tools_spec(
         ]
         return json.dumps({"tools": tools}, ensure_ascii=False)
 
-    return ToolSpec(
+    return ToolSpec.of(
+        find_tools,
         name=FIND_TOOLS,
         description=FIND_TOOLS_DESCRIPTION,
-        parameters=FIND_TOOLS_PARAMETERS,
-        handler=find_tools,
         timeout=10.0,
         permissions=(),
         domain="general",

@@ -121,3 +121,25 @@ _thread_loop = _ThreadLoop()
 def run_on_thread_loop(work: Coroutine[Any, Any, T]) -> T:
     """Run ``work`` to completion on the calling thread's own event loop (there must be none running)."""
     return _thread_loop.run(work)
+
+
+def run_with_deadline(fn: Callable[[], T], seconds: float) -> T:
+    """Run a blocking call on a daemon worker and wait at most ``seconds``: a call that hangs is left on
+    its worker (which never blocks interpreter exit) and the caller gets ``TimeoutError``."""
+    done = threading.Event()
+    box: dict[str, Any] = {}
+    ctx = contextvars.copy_context()
+
+    def work() -> None:
+        try:
+            box["result"] = ctx.run(fn)
+        except BaseException as exc:  # re-raised in the caller's thread below
+            box["error"] = exc
+        done.set()
+
+    _workers.submit(work)
+    if not done.wait(seconds):
+        raise TimeoutError(f"no result within {seconds:g} s")
+    if "error" in box:
+        raise box["error"]
+    return box["result"]

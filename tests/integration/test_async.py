@@ -62,7 +62,7 @@ def test_async_tools_run_concurrently_under_ainvoke() -> None:
         return f"waited {seconds}"
 
     registry.register(
-        ToolSpec(
+        ToolSpec.from_schema(
             name="wait",
             description="waits",
             parameters={
@@ -186,7 +186,7 @@ def test_an_approval_interrupt_pauses_and_resumes_the_same_under_ainvoke() -> No
     ran: list[str] = []
     registry = builtin_registry()
     registry.register(
-        ToolSpec(
+        ToolSpec.from_schema(
             name="wipe",
             description="wipes",
             parameters={"type": "object", "properties": {}},
@@ -218,7 +218,7 @@ def test_a_hung_blocking_tool_times_out_under_ainvoke_and_the_next_calls_still_r
     release = threading.Event()
     registry = builtin_registry()
     registry.register(
-        ToolSpec(
+        ToolSpec.from_schema(
             name="hangs",
             description="never returns",
             parameters={"type": "object", "properties": {}},

@@ -268,7 +268,7 @@ def test_a_tool_that_raises_or_hangs_becomes_an_error_and_the_loop_goes_on() -> 
     registry = builtin_registry()
     empty = {"type": "object", "properties": {}}
     registry.register(
-        ToolSpec(
+        ToolSpec.from_schema(
             name="hangs", description="never returns", parameters=empty, handler=lambda: release.wait(30)
         )
     )
@@ -276,7 +276,7 @@ def test_a_tool_that_raises_or_hangs_becomes_an_error_and_the_loop_goes_on() -> 
     def boom() -> str:
         raise RuntimeError("disk on fire")
 
-    registry.register(ToolSpec(name="boom", description="raises", parameters=empty, handler=boom))
+    registry.register(ToolSpec.from_schema(name="boom", description="raises", parameters=empty, handler=boom))
     calls = [tool_call("hangs"), tool_call("boom"), tool_call("calculator", {"expression": "6*7"})]
     model = ScriptedChatModel([AIMessage("", tool_calls=calls), "finished"])
     try:

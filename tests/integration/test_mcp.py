@@ -24,8 +24,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from graph.builder import build_graph
 from models.scripted import ScriptedChatModel, tool_call
+from tests.fixtures.tool_rounds import Call, Calls
 from tools.builtin import builtin_registry
-from tools.executor import ToolCallRequest, ToolExecutor
 from tools.mcp import MCPManager, register_mcp_tools
 from tools.mcp_config import load_mcp_config, parse_mcp_config
 from tools.permissions import EVERYTHING
@@ -134,7 +134,7 @@ def shared_registry(shared: MCPManager) -> ToolRegistry:
 
 def run_one(registry: ToolRegistry, name: str, args: dict[str, Any], **executor: Any) -> Any:
     """One call through the executor's sync entry point (a fresh ``asyncio.run`` each time)."""
-    [outcome] = ToolExecutor(registry, **executor).run([ToolCallRequest("c1", name, args)], CTX)
+    [outcome] = Calls(registry, **executor).run([Call("c1", name, args)], CTX)
     return outcome
 
 
@@ -172,11 +172,11 @@ def test_a_name_taken_by_a_local_tool_is_prefixed(http_server: HTTPServer) -> No
 
 @pytest.mark.parametrize("server", ["local", "remote"])
 def test_executor_runs_mcp_tools_from_sync_and_async_code(shared_registry: ToolRegistry, server: str) -> None:
-    executor = ToolExecutor(shared_registry)
+    executor = Calls(shared_registry)
     calls = [
-        ToolCallRequest("a", f"{server}_add", {"a": 2, "b": 40}),
-        ToolCallRequest("b", f"{server}_echo", {"text": "héllo"}),
-        ToolCallRequest("c", "calculator", {"expression": "6*7"}),
+        Call("a", f"{server}_add", {"a": 2, "b": 40}),
+        Call("b", f"{server}_echo", {"text": "héllo"}),
+        Call("c", "calculator", {"expression": "6*7"}),
     ]
     sync = executor.run(calls, CTX)
     assert [(o.status, o.content) for o in sync] == [
@@ -221,7 +221,7 @@ def test_arguments_that_break_the_schema_never_reach_the_server(shared_registry:
     before = run_one(shared_registry, "remote_seen", {}).content
     bad = run_one(shared_registry, "remote_add", {"a": "two", "b": 1})
     assert (
-        bad.status == "error" and "invalid arguments" in bad.content and "a: expected integer" in bad.content
+        bad.status == "error" and "invalid arguments" in bad.content and "a: 'two' is not of type 'integer'" in bad.content
     )
     extra = run_one(shared_registry, "remote_add", {"a": 1, "b": 2, "c": 3})
     assert extra.status == "error" and "unexpected argument" in extra.content

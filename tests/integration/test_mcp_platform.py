@@ -141,7 +141,7 @@ def test_cli_tools_list_and_call(mcp_config: Path, monkeypatch: pytest.MonkeyPat
     ok = runner.invoke(app, ["tools", "call", "fx_echo", "--args", '{"text": "cli"}'])
     assert ok.exit_code == 0 and ok.output.strip() == "cli"
     bad = runner.invoke(app, ["tools", "call", "fx_add", "--args", '{"a": "two", "b": 1}'])
-    assert bad.exit_code == 2 and "expected integer" in bad.output
+    assert bad.exit_code == 2 and "is not of type 'integer'" in bad.output
     denied = runner.invoke(app, ["tools", "call", "ops_echo", "--args", '{"text": "x"}'])
     assert denied.exit_code == 4 and "net:ops" in denied.output
     approved = runner.invoke(app, ["tools", "call", "fx_add", "--args", '{"a": 1, "b": 2}'], input="y\n")

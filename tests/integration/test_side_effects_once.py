@@ -39,8 +39,8 @@ def _registry(effects: list[str], crash: dict[str, bool], side_effects: bool = T
             raise Crash("the process fell over mid-round")
         return "ok"
 
-    registry.register(ToolSpec("send_mail", "send a mail", OBJ, send_mail, side_effects=side_effects))
-    registry.register(ToolSpec("flaky", "read something", OBJ, flaky))
+    registry.register(ToolSpec.from_schema("send_mail", "send a mail", OBJ, send_mail, side_effects=side_effects))
+    registry.register(ToolSpec.from_schema("flaky", "read something", OBJ, flaky))
     return registry
 
 

@@ -72,7 +72,7 @@ def test_max_tokens_counts_reported_usage() -> None:
 def test_max_seconds_stops_after_a_slow_tool() -> None:
     registry = builtin_registry()
     registry.register(
-        ToolSpec(
+        ToolSpec.from_schema(
             name="slow",
             description="sleeps",
             parameters={"type": "object", "properties": {}},

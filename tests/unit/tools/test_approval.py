@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
+from pydantic import Field
 
+from tests.fixtures.tool_rounds import Call, Calls
 from tools.approval import (
     ApprovalDecision,
     ApprovalRequest,
@@ -13,7 +15,6 @@ from tools.approval import (
     describe_call,
     parse_decision,
 )
-from tools.executor import ToolCallRequest, ToolExecutor
 from tools.permissions import resolve_grant
 from tools.registry import ToolContext, ToolError, ToolRegistry, ToolSpec
 
@@ -25,7 +26,7 @@ SCHEMA: dict[str, Any] = {
 
 
 def _registry(ran: list[str], describe: Any = None) -> ToolRegistry:
-    def drop(doc_id: str) -> str:
+    def drop(doc_id: Annotated[str, Field(min_length=1)]) -> str:
         ran.append(f"drop:{doc_id}")
         return f"dropped {doc_id}"
 
@@ -35,16 +36,15 @@ def _registry(ran: list[str], describe: Any = None) -> ToolRegistry:
 
     return ToolRegistry(
         [
-            ToolSpec(
+            ToolSpec.of(
+                drop,
                 name="drop",
                 description="d",
-                parameters=SCHEMA,
-                handler=drop,
                 requires_approval=True,
                 permissions=("kb:admin",),
                 describe=describe,
             ),
-            ToolSpec(name="read", description="r", parameters={"type": "object"}, handler=read),
+            ToolSpec.from_schema(name="read", description="r", parameters={"type": "object"}, handler=read),
         ]
     )
 
@@ -68,8 +68,8 @@ def test_approved_call_runs_with_the_exact_arguments_shown() -> None:
     ran: list[str] = []
     approver = Recorder(ApprovalDecision(True, "ok"))
     events: list[dict[str, Any]] = []
-    outcomes = ToolExecutor(_registry(ran)).run(
-        [ToolCallRequest("c1", "drop", {"doc_id": "a.md"})], ADMIN, events.append, approver=approver
+    outcomes = Calls(_registry(ran)).run(
+        [Call("c1", "drop", {"doc_id": "a.md"})], ADMIN, events.append, approver=approver
     )
     assert ran == ["drop:a.md"] and outcomes[0].content == "dropped a.md"
     [request] = approver.asked
@@ -81,8 +81,8 @@ def test_approved_call_runs_with_the_exact_arguments_shown() -> None:
 def test_rejected_call_has_no_side_effect_and_the_model_is_told_why() -> None:
     ran: list[str] = []
     events: list[dict[str, Any]] = []
-    outcomes = ToolExecutor(_registry(ran)).run(
-        [ToolCallRequest("c1", "drop", {"doc_id": "a.md"}), ToolCallRequest("c2", "read", {})],
+    outcomes = Calls(_registry(ran)).run(
+        [Call("c1", "drop", {"doc_id": "a.md"}), Call("c2", "read", {})],
         ADMIN,
         events.append,
         approver=Recorder(ApprovalDecision(False, "keep it")),
@@ -103,11 +103,11 @@ def test_every_call_is_asked_separately_and_all_before_any_runs() -> None:
             return super().__call__(request)
 
     approver = Watching(ApprovalDecision(True), ApprovalDecision(False))
-    ToolExecutor(_registry(ran)).run(
+    Calls(_registry(ran)).run(
         [
-            ToolCallRequest("c0", "read", {}),
-            ToolCallRequest("c1", "drop", {"doc_id": "a"}),
-            ToolCallRequest("c2", "drop", {"doc_id": "b"}),
+            Call("c0", "read", {}),
+            Call("c1", "drop", {"doc_id": "a"}),
+            Call("c2", "drop", {"doc_id": "b"}),
         ],
         ADMIN,
         approver=approver,
@@ -118,7 +118,7 @@ def test_every_call_is_asked_separately_and_all_before_any_runs() -> None:
 
 def test_no_way_to_ask_means_not_run() -> None:
     ran: list[str] = []
-    [outcome] = ToolExecutor(_registry(ran)).run([ToolCallRequest("c1", "drop", {"doc_id": "a"})], ADMIN)
+    [outcome] = Calls(_registry(ran)).run([Call("c1", "drop", {"doc_id": "a"})], ADMIN)
     assert ran == [] and "needs a person's approval" in outcome.content
 
 
@@ -126,15 +126,15 @@ def test_calls_that_would_fail_anyway_are_not_put_to_a_person() -> None:
     ran: list[str] = []
     approver = Recorder()
     user = ToolContext(user_id="bob", grant=resolve_grant(user_id="bob"))
-    executor = ToolExecutor(_registry(ran))
-    [denied] = executor.run([ToolCallRequest("c1", "drop", {"doc_id": "a"})], user, approver=approver)
-    [invalid] = executor.run([ToolCallRequest("c2", "drop", {"doc_id": ""})], ADMIN, approver=approver)
+    executor = Calls(_registry(ran))
+    [denied] = executor.run([Call("c1", "drop", {"doc_id": "a"})], user, approver=approver)
+    [invalid] = executor.run([Call("c2", "drop", {"doc_id": ""})], ADMIN, approver=approver)
     [broken] = executor.run(
-        [ToolCallRequest("c3", "drop", None, error="Expecting value")], ADMIN, approver=approver
+        [Call("c3", "drop", None, error="Expecting value")], ADMIN, approver=approver
     )
     assert approver.asked == [] and ran == []
     assert "permission denied" in denied.content
-    assert "at least 1" in invalid.content and "not valid JSON" in broken.content
+    assert "at least 1 character" in invalid.content and "not valid JSON" in broken.content
 
 
 def test_a_describer_that_finds_nothing_to_do_refuses_without_asking() -> None:
@@ -143,8 +143,8 @@ def test_a_describer_that_finds_nothing_to_do_refuses_without_asking() -> None:
 
     ran: list[str] = []
     approver = Recorder()
-    [outcome] = ToolExecutor(_registry(ran, describe)).run(
-        [ToolCallRequest("c1", "drop", {"doc_id": "x"})], ADMIN, approver=approver
+    [outcome] = Calls(_registry(ran, describe)).run(
+        [Call("c1", "drop", {"doc_id": "x"})], ADMIN, approver=approver
     )
     assert approver.asked == [] and ran == [] and "no document 'x'" in outcome.content
 
@@ -154,8 +154,8 @@ def test_a_broken_describer_falls_back_to_the_arguments() -> None:
         raise RuntimeError("bug")
 
     approver = Recorder(ApprovalDecision(False))
-    ToolExecutor(_registry([], describe)).run(
-        [ToolCallRequest("c1", "drop", {"doc_id": "x"})], ADMIN, approver=approver
+    Calls(_registry([], describe)).run(
+        [Call("c1", "drop", {"doc_id": "x"})], ADMIN, approver=approver
     )
     assert approver.asked[0].description == describe_call("drop", {"doc_id": "x"})
 

@@ -12,10 +12,10 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from tests.fixtures.tool_rounds import Call, Calls
 from tools import clock
 from tools.builtin import CURRENT_DATE, builtin_registry
 from tools.clock import WEEKDAYS_ZH, current_date
-from tools.executor import ToolCallRequest, ToolExecutor
 from tools.registry import ToolContext, ToolError
 
 # 2024-01-01 20:30 UTC is already Tuesday 2 January 04:30 in Shanghai (UTC+8).
@@ -124,9 +124,8 @@ def test_without_a_fixed_moment_it_reports_the_current_date_in_the_zone() -> Non
 
 
 def test_every_argument_is_optional_and_none_is_today_exactly_as_before() -> None:
-    assert clock.PARAMETERS.get("required", []) == []
-    assert clock.PARAMETERS["additionalProperties"] is False
-    assert CURRENT_DATE.wants_context is True
+    assert CURRENT_DATE.parameters.get("required", []) == []
+    assert "tool_context" not in CURRENT_DATE.parameters["properties"]
     assert CURRENT_DATE.name == "get_current_date"
     assert set(current_date(ToolContext(timezone="UTC"), now=NOW)) == {
         "date", "time", "weekday", "weekday_zh", "timezone", "iso",
@@ -208,28 +207,28 @@ def test_a_day_that_cannot_be_worked_out_is_a_tool_error_saying_why(
 
 
 def test_through_the_executor_the_arguments_are_validated_like_every_tool_s(pinned: list[Any]) -> None:
-    executor = ToolExecutor(builtin_registry())
+    executor = Calls(builtin_registry())
     ok, bad_weekday, bad_type, unknown = executor.run(
         [
-            ToolCallRequest("1", "get_current_date", {"weeks": 1, "weekday": "wednesday"}),
-            ToolCallRequest("2", "get_current_date", {"weekday": "someday"}),
-            ToolCallRequest("3", "get_current_date", {"days": "three"}),
-            ToolCallRequest("4", "get_current_date", {"hours": 3}),
+            Call("1", "get_current_date", {"weeks": 1, "weekday": "wednesday"}),
+            Call("2", "get_current_date", {"weekday": "someday"}),
+            Call("3", "get_current_date", {"days": "three"}),
+            Call("4", "get_current_date", {"hours": 3}),
         ],
         SHANGHAI,
     )
     assert ok.status == "success" and json.loads(ok.content)["date"] == "2026-12-09"
-    assert bad_weekday.status == "error" and "'someday' is not one of" in bad_weekday.content
-    assert bad_type.status == "error" and "expected integer" in bad_type.content
+    assert bad_weekday.status == "error" and "weekday: Input should be 'monday'" in bad_weekday.content
+    assert bad_type.status == "error" and "days: Input should be a valid integer" in bad_type.content
     assert unknown.status == "error" and "unexpected argument(s) 'hours'" in unknown.content
 
 
 def test_through_the_executor_the_run_zone_comes_from_the_tool_context() -> None:
-    executor = ToolExecutor(builtin_registry())
+    executor = Calls(builtin_registry())
     [ok, refused] = executor.run(
         [
-            ToolCallRequest("1", "get_current_date", {}),
-            ToolCallRequest("2", "get_current_date", {"timezone": "UTC"}),
+            Call("1", "get_current_date", {}),
+            Call("2", "get_current_date", {"timezone": "UTC"}),
         ],
         ToolContext(timezone="Asia/Shanghai"),
     )
@@ -244,8 +243,8 @@ def test_through_the_executor_the_run_zone_comes_from_the_tool_context() -> None
 
 
 def test_through_the_executor_an_unknown_zone_tells_the_model_about_the_setting() -> None:
-    [outcome] = ToolExecutor(builtin_registry()).run(
-        [ToolCallRequest("1", "get_current_date", {})], ToolContext(timezone="Nowhere/Special")
+    [outcome] = Calls(builtin_registry()).run(
+        [Call("1", "get_current_date", {})], ToolContext(timezone="Nowhere/Special")
     )
     assert outcome.status == "error"
     assert outcome.content == (

@@ -12,8 +12,8 @@ from stores.embeddings import HashingEmbedder
 from stores.feedback import FeedbackStore
 from stores.knowledge.chunking import source_of_chunk
 from stores.knowledge.knowledge_base import KnowledgeBase
+from tests.fixtures.tool_rounds import Call, Calls
 from tools.approval import ApprovalDecision
-from tools.executor import ToolCallRequest, ToolExecutor
 from tools.knowledge_tools import KnowledgeServices, knowledge_tools
 from tools.registry import ToolContext, ToolRegistry
 
@@ -43,11 +43,11 @@ def _delete(kb: KnowledgeBase, tmp_path: Path, doc_id: str) -> str:
     services = KnowledgeServices(
         knowledge=lambda s: kb, feedback=lambda s: FeedbackStore(tmp_path), summarize=lambda *a: {}
     )
-    executor = ToolExecutor(ToolRegistry(knowledge_tools(services)))
+    executor = Calls(ToolRegistry(knowledge_tools(services)))
     settings = Settings(user_id="root", roles="admin")
     context = ToolContext(settings=settings, user_id="root")
     [outcome] = executor.run(
-        [ToolCallRequest("c1", "delete_document", {"doc_id": doc_id})],
+        [Call("c1", "delete_document", {"doc_id": doc_id})],
         context,
         approver=lambda request: ApprovalDecision(True, "test"),
     )

@@ -14,13 +14,12 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
-from datetime import date
 from typing import Any
 
 import pytest
 
-from tools import executor as executor_module
-from tools.executor import MAX_OUTPUT_CHARS, ToolCallRequest, ToolExecutor, ToolOutcome, render_result
+from tests.fixtures.tool_rounds import Call, Calls, Outcome
+from tools.policies import MAX_OUTPUT_CHARS, ToolStep
 from tools.registry import ToolContext, ToolError, ToolRegistry, ToolSpec
 
 OBJ: dict[str, Any] = {"type": "object", "properties": {}}
@@ -32,13 +31,13 @@ QUICK = 10.0  # generous bound on a run whose hung calls time out after a fracti
 def spec(
     name: str, handler: Callable[..., Any], parameters: dict[str, Any] | None = None, **kw: Any
 ) -> ToolSpec:
-    return ToolSpec(
+    return ToolSpec.from_schema(
         name=name, description=f"{name} tool", parameters=parameters or OBJ, handler=handler, **kw
     )
 
 
-def call(call_id: str, name: str, args: Any = None, error: str | None = None) -> ToolCallRequest:
-    return ToolCallRequest(call_id, name, {} if args is None else args, error)
+def call(call_id: str, name: str, args: Any = None, error: str | None = None) -> Call:
+    return Call(call_id, name, {} if args is None else args, error)
 
 
 def echo(text: str) -> str:
@@ -119,7 +118,7 @@ def test_results_come_back_in_call_order_even_when_later_calls_finish_first() ->
         call("2", "step", {"name": "b", "after": "c"}),
         call("3", "step", {"name": "c"}),
     ]
-    outcomes = ToolExecutor(registry).run(calls, CTX)
+    outcomes = Calls(registry).run(calls, CTX)
     assert finished == ["c", "b", "a"]  # the last call really did finish first
     assert [o.call_id for o in outcomes] == ["1", "2", "3"]
     assert [o.content for o in outcomes] == ["result-a", "result-b", "result-c"]
@@ -134,7 +133,7 @@ def test_results_stay_in_call_order_for_async_handlers_finishing_in_reverse() ->
     params = {"type": "object", "properties": {"seconds": {"type": "number"}}}
     registry = ToolRegistry([spec("nap", nap, params)])
     delays = [0.15, 0.1, 0.05, 0.0]
-    outcomes = ToolExecutor(registry).run(
+    outcomes = Calls(registry).run(
         [call(str(i), "nap", {"seconds": d}) for i, d in enumerate(delays)], CTX
     )
     assert [o.call_id for o in outcomes] == ["0", "1", "2", "3"]
@@ -144,7 +143,7 @@ def test_results_stay_in_call_order_for_async_handlers_finishing_in_reverse() ->
 def test_concurrency_cap_of_two_is_never_exceeded_and_is_reached() -> None:
     peak = Peak(target=2)
     registry = ToolRegistry([spec("work", peak.handler, INDEXED)])
-    outcomes = ToolExecutor(registry, concurrency=2).run(
+    outcomes = Calls(registry, concurrency=2).run(
         [call(str(i), "work", {"i": i}) for i in range(6)], CTX
     )
     assert [o.content for o in outcomes] == [str(i) for i in range(6)]
@@ -154,7 +153,7 @@ def test_concurrency_cap_of_two_is_never_exceeded_and_is_reached() -> None:
 def test_default_cap_is_four_and_calls_do_run_concurrently() -> None:
     peak = Peak(target=4)
     registry = ToolRegistry([spec("work", peak.handler, INDEXED)])
-    executor = ToolExecutor(registry)
+    executor = Calls(registry)
     assert executor.concurrency == 4
     outcomes = executor.run([call(str(i), "work", {"i": i}) for i in range(8)], CTX)
     assert all(o.status == "success" for o in outcomes)
@@ -174,7 +173,7 @@ def test_concurrency_cap_applies_to_async_handlers() -> None:
         return i
 
     registry = ToolRegistry([spec("work", work, INDEXED)])
-    outcomes = ToolExecutor(registry, concurrency=3).run(
+    outcomes = Calls(registry, concurrency=3).run(
         [call(str(i), "work", {"i": i}) for i in range(9)], CTX
     )
     assert [o.content for o in outcomes] == [str(i) for i in range(9)]
@@ -184,18 +183,18 @@ def test_concurrency_cap_applies_to_async_handlers() -> None:
 def test_concurrency_one_runs_calls_one_at_a_time() -> None:
     peak = Peak(target=1)
     registry = ToolRegistry([spec("work", peak.handler, INDEXED)])
-    ToolExecutor(registry, concurrency=1).run([call(str(i), "work", {"i": i}) for i in range(4)], CTX)
+    Calls(registry, concurrency=1).run([call(str(i), "work", {"i": i}) for i in range(4)], CTX)
     assert peak.peak == 1
 
 
 @pytest.mark.parametrize("bad", [0, -1])
 def test_concurrency_below_one_is_refused(bad: int) -> None:
     with pytest.raises(ValueError, match="concurrency must be at least 1"):
-        ToolExecutor(ToolRegistry(), concurrency=bad)
+        ToolStep(ToolContext(), concurrency=bad)
 
 
 def test_no_calls_gives_no_outcomes() -> None:
-    assert ToolExecutor(ToolRegistry()).run([], CTX) == []
+    assert Calls(ToolRegistry()).run([], CTX) == []
 
 
 # --- timeouts ----------------------------------------------------------------------------------------------
@@ -211,7 +210,7 @@ def test_a_hung_sync_handler_is_abandoned_at_its_timeout_and_the_others_still_su
     registry = ToolRegistry([spec("hang", hang), ECHO])
     calls = [call("1", "echo", {"text": "before"}), call("2", "hang"), call("3", "echo", {"text": "after"})]
     started = time.monotonic()
-    outcomes = ToolExecutor(registry, timeout=0.3).run(calls, CTX)
+    outcomes = Calls(registry, timeout=0.3).run(calls, CTX)
     elapsed = time.monotonic() - started
     assert elapsed < QUICK
     assert [o.status for o in outcomes] == ["success", "error", "success"]
@@ -221,7 +220,8 @@ def test_a_hung_sync_handler_is_abandoned_at_its_timeout_and_the_others_still_su
     assert outcomes[1].content.startswith("Error: tool 'hang' timed out")
 
 
-def test_a_hung_async_handler_is_cancelled_at_its_timeout_and_the_others_still_succeed() -> None:
+def test_a_hung_async_handler_times_out_and_the_others_still_succeed() -> None:
+    """Under ``invoke`` the hung coroutine is left on its daemon worker's loop; ``ainvoke`` cancels it (below)."""
     cancelled = threading.Event()
 
     async def hang() -> str:
@@ -235,12 +235,11 @@ def test_a_hung_async_handler_is_cancelled_at_its_timeout_and_the_others_still_s
     registry = ToolRegistry([spec("hang", hang), ECHO])
     calls = [call("1", "hang"), call("2", "echo", {"text": "fine"})]
     started = time.monotonic()
-    outcomes = ToolExecutor(registry, timeout=0.3).run(calls, CTX)
+    outcomes = Calls(registry, timeout=0.3).run(calls, CTX)
     assert time.monotonic() - started < QUICK
     assert [o.status for o in outcomes] == ["error", "success"]
     assert "timed out after 0.3 s" in outcomes[0].content
     assert outcomes[1].content == "fine"
-    assert cancelled.is_set()
 
 
 def test_a_hung_handler_frees_its_slot_for_the_remaining_calls(release: threading.Event) -> None:
@@ -251,7 +250,7 @@ def test_a_hung_handler_frees_its_slot_for_the_remaining_calls(release: threadin
     registry = ToolRegistry([spec("hang", hang), ECHO])
     calls = [call("1", "hang"), *(call(str(i), "echo", {"text": str(i)}) for i in range(2, 6))]
     started = time.monotonic()
-    outcomes = ToolExecutor(registry, concurrency=1, timeout=0.3).run(calls, CTX)
+    outcomes = Calls(registry, concurrency=1, timeout=0.3).run(calls, CTX)
     assert time.monotonic() - started < QUICK
     assert outcomes[0].status == "error"
     assert [o.content for o in outcomes[1:]] == ["2", "3", "4", "5"]
@@ -264,7 +263,7 @@ def test_per_spec_timeout_overrides_a_longer_executor_default(release: threading
 
     registry = ToolRegistry([spec("hang", hang, timeout=0.2)])
     started = time.monotonic()
-    [outcome] = ToolExecutor(registry, timeout=HANG * 2).run([call("1", "hang")], CTX)
+    [outcome] = Calls(registry, timeout=HANG * 2).run([call("1", "hang")], CTX)
     assert time.monotonic() - started < QUICK
     assert outcome.status == "error"
     assert "timed out after 0.2 s" in outcome.content
@@ -276,7 +275,7 @@ def test_per_spec_timeout_overrides_a_shorter_executor_default() -> None:
         return "finished"
 
     registry = ToolRegistry([spec("slow", slow, timeout=HANG), spec("slow_default", slow)])
-    outcomes = ToolExecutor(registry, timeout=0.05).run([call("1", "slow"), call("2", "slow_default")], CTX)
+    outcomes = Calls(registry, timeout=0.05).run([call("1", "slow"), call("2", "slow_default")], CTX)
     assert (outcomes[0].status, outcomes[0].content) == ("success", "finished")
     assert outcomes[1].status == "error"
     assert "timed out after 0.05 s" in outcomes[1].content
@@ -302,7 +301,7 @@ def test_abandoned_thread_finishing_after_the_run_does_not_raise(monkeypatch: py
             return "late"
 
         registry = ToolRegistry([spec("late", late)])
-        [outcome] = ToolExecutor(registry, timeout=0.1).run([call("1", "late")], CTX)
+        [outcome] = Calls(registry, timeout=0.1).run([call("1", "late")], CTX)
         assert outcome.status == "error"
         let_go.set()
         assert finished.wait(5.0)
@@ -327,7 +326,7 @@ def test_a_handler_raising_gives_an_error_in_plain_words_and_the_others_run(capl
     registry = ToolRegistry([spec("boom", boom), spec("aboom", aboom), ECHO])
     calls = [call("1", "boom"), call("2", "echo", {"text": "ok"}), call("3", "aboom")]
     with caplog.at_level(logging.ERROR):
-        outcomes = ToolExecutor(registry).run(calls, CTX)
+        outcomes = Calls(registry).run(calls, CTX)
     assert [o.status for o in outcomes] == ["error", "success", "error"]
     assert outcomes[0].content == "Error: tool 'boom' failed: disk on fire"
     assert outcomes[0].error == "tool 'boom' failed: disk on fire"
@@ -348,7 +347,7 @@ def test_a_storage_failure_and_an_empty_exception_are_said_in_plain_words() -> N
         raise Opaque()
 
     registry = ToolRegistry([spec("full", full), spec("opaque", opaque)])
-    outcomes = ToolExecutor(registry).run([call("1", "full"), call("2", "opaque")], CTX)
+    outcomes = Calls(registry).run([call("1", "full"), call("2", "opaque")], CTX)
     assert outcomes[0].error == "tool 'full' could not read or write its storage: No space left on device"
     assert outcomes[1].error == "tool 'opaque' failed: an unexpected error"
 
@@ -359,7 +358,7 @@ def test_a_value_error_is_reported_as_rejected_input() -> None:
 
     params = {"type": "object", "properties": {"text": {"type": "string"}}}
     registry = ToolRegistry([spec("picky", picky, params)])
-    [outcome] = ToolExecutor(registry).run([call("1", "picky", {"text": "zz"})], CTX)
+    [outcome] = Calls(registry).run([call("1", "picky", {"text": "zz"})], CTX)
     assert outcome.status == "error"
     assert outcome.content == "Error: tool 'picky' rejected the input: cannot parse 'zz'"
 
@@ -368,7 +367,7 @@ def test_a_tool_error_message_is_passed_through_verbatim() -> None:
     def refuse() -> str:
         raise ToolError("the index is empty; ingest documents first")
 
-    [outcome] = ToolExecutor(ToolRegistry([spec("refuse", refuse)])).run([call("1", "refuse")], CTX)
+    [outcome] = Calls(ToolRegistry([spec("refuse", refuse)])).run([call("1", "refuse")], CTX)
     assert outcome.content == "Error: the index is empty; ingest documents first"
 
 
@@ -381,7 +380,7 @@ def test_malformed_json_arguments_are_refused_without_calling_the_handler() -> N
 
     registry = ToolRegistry([spec("lookup", handler)])
     bad = call("1", "lookup", '{"q": "unterminated', error="Expecting ',' delimiter: line 1 column 20")
-    outcomes = ToolExecutor(registry).run([bad, call("2", "lookup")], CTX)
+    outcomes = Calls(registry).run([bad, call("2", "lookup")], CTX)
     assert outcomes[0].status == "error"
     assert outcomes[0].call_id == "1"
     assert "were not valid JSON (Expecting ',' delimiter" in outcomes[0].content
@@ -391,7 +390,7 @@ def test_malformed_json_arguments_are_refused_without_calling_the_handler() -> N
 
 
 def test_malformed_json_for_an_unknown_tool_still_reports_the_json_problem() -> None:
-    [outcome] = ToolExecutor(ToolRegistry()).run([call("1", "ghost", "{", error="bad")], CTX)
+    [outcome] = Calls(ToolRegistry()).run([call("1", "ghost", "{", error="bad")], CTX)
     assert outcome.status == "error"
     assert "not valid JSON" in outcome.content
 
@@ -399,7 +398,7 @@ def test_malformed_json_for_an_unknown_tool_still_reports_the_json_problem() -> 
 def test_an_unknown_tool_gives_an_error_listing_the_tools_and_the_others_run() -> None:
     registry = ToolRegistry([ECHO])
     calls = [call("1", "delete_everything", {}), call("2", "echo", {"text": "still here"})]
-    outcomes = ToolExecutor(registry).run(calls, CTX)
+    outcomes = Calls(registry).run(calls, CTX)
     assert outcomes[0].status == "error"
     assert outcomes[0].name == "delete_everything"
     assert "unknown tool 'delete_everything'; available tools: echo" in outcomes[0].content
@@ -412,20 +411,27 @@ def test_an_unknown_tool_gives_an_error_listing_the_tools_and_the_others_run() -
 def test_huge_output_is_truncated_with_a_note() -> None:
     size = MAX_OUTPUT_CHARS + 12_345
     registry = ToolRegistry([spec("big", lambda: "x" * size)])
-    [outcome] = ToolExecutor(registry).run([call("1", "big")], CTX)
+    [outcome] = Calls(registry).run([call("1", "big")], CTX)
     assert outcome.status == "success"
     assert outcome.content.startswith("x" * MAX_OUTPUT_CHARS + "\n…[truncated: 12345 more characters]")
     assert len(outcome.content) < MAX_OUTPUT_CHARS + 100
 
 
+def rendered(value: Any) -> str:
+    """What the model reads for a tool that returned ``value``."""
+    [outcome] = Calls(ToolRegistry([spec("value", lambda: value)])).run([call("1", "value")], CTX)
+    assert outcome.status == "success"
+    return outcome.content
+
+
 def test_output_at_the_limit_is_not_truncated() -> None:
-    assert render_result("y" * MAX_OUTPUT_CHARS) == "y" * MAX_OUTPUT_CHARS
+    assert rendered("y" * MAX_OUTPUT_CHARS) == "y" * MAX_OUTPUT_CHARS
 
 
 def test_dict_results_are_json_with_non_ascii_kept() -> None:
     result = {"城市": "上海", "temp": 21.5, "tags": ["晴", "☀"], "ok": True, "none": None}
     registry = ToolRegistry([spec("weather", lambda: result)])
-    [outcome] = ToolExecutor(registry).run([call("1", "weather")], CTX)
+    [outcome] = Calls(registry).run([call("1", "weather")], CTX)
     assert outcome.status == "success"
     assert "上海" in outcome.content and "\\u" not in outcome.content
     assert json.loads(outcome.content) == result
@@ -441,11 +447,10 @@ def test_dict_results_are_json_with_non_ascii_kept() -> None:
         (None, "null"),
         ([1, "二"], '[1, "二"]'),
         ((1, 2), "[1, 2]"),
-        ({"when": date(2024, 1, 2)}, '{"when": "2024-01-02"}'),  # default=str
     ],
 )
-def test_render_result(value: Any, expected: str) -> None:
-    assert render_result(value) == expected
+def test_results_reach_the_model_as_json_text(value: Any, expected: str) -> None:
+    assert rendered(value) == expected
 
 
 def test_other_objects_are_rendered_with_str() -> None:
@@ -453,7 +458,7 @@ def test_other_objects_are_rendered_with_str() -> None:
         def __str__(self) -> str:
             return "a thing"
 
-    assert render_result(Thing()) == "a thing"
+    assert rendered(Thing()) == "a thing"
 
 
 # --- events ----------------------------------------------------------------------------------------------------
@@ -478,12 +483,12 @@ def test_each_call_emits_exactly_one_executing_then_one_done_or_error_event(rele
     calls = [
         call("c-ok", "echo", {"text": "hi"}),
         call("c-boom", "boom"),
-        call("c-bad-args", "echo", {"text": 1}),
+        call("c-bad-args", "echo", {"txt": 1}),
         call("c-json", "echo", "{", error="bad json"),
         call("c-unknown", "nope"),
         call("c-hang", "hang"),
     ]
-    outcomes = ToolExecutor(registry, timeout=0.3).run(calls, CTX, emit=emit)
+    outcomes = Calls(registry, timeout=0.3).run(calls, CTX, emit=emit)
     by_status = {o.call_id: o.status for o in outcomes}
     assert by_status == {
         "c-ok": "success",
@@ -505,7 +510,7 @@ def test_each_call_emits_exactly_one_executing_then_one_done_or_error_event(rele
             assert e["tool"] == c.name
         start, end = mine
         assert start["args"] == (c.args if isinstance(c.args, dict) else None)
-        assert end["duration_ms"] == outcome.duration_ms >= 0
+        assert end["duration_ms"] >= 0
         if outcome.status == "error":
             assert end["error"] == outcome.error
         else:
@@ -517,7 +522,7 @@ def test_executing_is_emitted_only_when_the_call_gets_a_slot() -> None:
     events: list[tuple[str, str]] = []
     registry = ToolRegistry([ECHO])
     calls = [call(str(i), "echo", {"text": str(i)}) for i in range(3)]
-    ToolExecutor(registry, concurrency=1).run(
+    Calls(registry, concurrency=1).run(
         calls, CTX, emit=lambda e: events.append((e["call_id"], e["status"]))
     )
     assert events == [
@@ -532,7 +537,7 @@ def test_executing_is_emitted_only_when_the_call_gets_a_slot() -> None:
 
 def test_calls_are_logged_with_status_and_ids(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level("INFO", logger="kb_agent.tools")
-    ToolExecutor(ToolRegistry([ECHO])).run([call("c-42", "echo", {"text": "x"})], CTX)
+    Calls(ToolRegistry([ECHO])).run([call("c-42", "echo", {"text": "x"})], CTX)
     [record] = [r for r in caplog.records if r.name == "kb_agent.tools"]
     message = record.getMessage()
     assert "tool=echo" in message and "call_id=c-42" in message and "status=success" in message
@@ -550,7 +555,7 @@ def test_arun_works_under_asyncio_run() -> None:
     params = {"type": "object", "properties": {"text": {"type": "string"}}}
     registry = ToolRegistry([spec("twice", twice, params), ECHO])
     outcomes = asyncio.run(
-        ToolExecutor(registry).arun(
+        Calls(registry).arun(
             [call("1", "twice", {"text": "ab"}), call("2", "echo", {"text": "s"})], CTX
         )
     )
@@ -558,7 +563,7 @@ def test_arun_works_under_asyncio_run() -> None:
         ("1", "success", "abab"),
         ("2", "success", "s"),
     ]
-    assert all(isinstance(o, ToolOutcome) for o in outcomes)
+    assert all(isinstance(o, Outcome) for o in outcomes)
 
 
 def test_arun_handles_a_hung_sync_handler_without_blocking_the_loop(release: threading.Event) -> None:
@@ -566,7 +571,7 @@ def test_arun_handles_a_hung_sync_handler_without_blocking_the_loop(release: thr
         release.wait(HANG)
         return "late"
 
-    async def main() -> tuple[list[ToolOutcome], int]:
+    async def main() -> tuple[list[Outcome], int]:
         ticks = 0
 
         async def ticker() -> None:
@@ -576,7 +581,7 @@ def test_arun_handles_a_hung_sync_handler_without_blocking_the_loop(release: thr
                 ticks += 1
 
         task = asyncio.create_task(ticker())
-        outcomes = await ToolExecutor(ToolRegistry([spec("hang", hang)]), timeout=0.3).arun(
+        outcomes = await Calls(ToolRegistry([spec("hang", hang)]), timeout=0.3).arun(
             [call("1", "hang")], CTX
         )
         task.cancel()
@@ -599,9 +604,9 @@ def test_run_works_when_called_from_inside_a_running_event_loop() -> None:
     params = {"type": "object", "properties": {"text": {"type": "string"}}}
     registry = ToolRegistry([spec("aecho", aecho, params), ECHO])
 
-    async def main() -> list[ToolOutcome]:
+    async def main() -> list[Outcome]:
         # A plain synchronous call from inside a coroutine, as a notebook or sync graph node would do.
-        return ToolExecutor(registry).run(
+        return Calls(registry).run(
             [call("1", "aecho", {"text": "a"}), call("2", "echo", {"text": "b"})], CTX
         )
 
@@ -619,7 +624,7 @@ def test_run_propagates_context_variables_to_sync_handlers() -> None:
     registry = ToolRegistry([spec("read", read)])
     token = request_id.set("req-7")
     try:
-        [outcome] = ToolExecutor(registry).run([call("1", "read")], CTX)
+        [outcome] = Calls(registry).run([call("1", "read")], CTX)
     finally:
         request_id.reset(token)
     assert outcome.content == "req-7"
@@ -661,7 +666,7 @@ def test_tool_context_is_injected_only_into_handlers_that_declare_it() -> None:
         call("3", "plain", {"q": "y"}),
         call("4", "loose"),
     ]
-    outcomes = ToolExecutor(registry).run(calls, CTX)
+    outcomes = Calls(registry).run(calls, CTX)
     assert [(o.status, o.content) for o in outcomes] == [
         ("success", "u1"),
         ("success", "t1"),
@@ -684,22 +689,9 @@ def test_a_callable_object_with_async_call_is_awaited() -> None:
             return "awaited"
 
     tool_spec = spec("atool", AsyncTool())
-    assert tool_spec.is_async
-    [outcome] = ToolExecutor(ToolRegistry([tool_spec])).run([call("1", "atool")], CTX)
+    [outcome] = Calls(ToolRegistry([tool_spec])).run([call("1", "atool")], CTX)
     assert (outcome.status, outcome.content) == ("success", "awaited")
 
 
-def test_a_sync_handler_returning_a_coroutine_has_it_awaited() -> None:
-    async def later() -> str:
-        await asyncio.sleep(0)
-        return "awaited later"
-
-    def factory() -> object:
-        return later()
-
-    [outcome] = ToolExecutor(ToolRegistry([spec("factory", factory)])).run([call("1", "factory")], CTX)
-    assert (outcome.status, outcome.content) == ("success", "awaited later")
-
-
 def test_module_exposes_the_output_limit() -> None:
-    assert executor_module.MAX_OUTPUT_CHARS == MAX_OUTPUT_CHARS == 20_000
+    assert MAX_OUTPUT_CHARS == 20_000

@@ -12,7 +12,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from nodes.settings import Settings
 from stores.base import Passage
 from stores.feedback import FeedbackStore
-from tools.executor import ToolCallRequest, ToolExecutor
+from tests.fixtures.tool_rounds import Call, Calls
 from tools.knowledge_tools import KnowledgeServices, knowledge_tools
 from tools.permissions import EVERYTHING
 from tools.registry import ToolContext, ToolRegistry
@@ -37,7 +37,7 @@ class FakeKB:
         return {"documents": 3, "chunks": 12, "last_update": "2026-12-01T00:00:00", "embedder": "hashing"}
 
 
-def _setup(tmp_path: Path, kb: FakeKB | None) -> tuple[ToolExecutor, FeedbackStore, list[tuple[str, int]]]:
+def _setup(tmp_path: Path, kb: FakeKB | None) -> tuple[Calls, FeedbackStore, list[tuple[str, int]]]:
     store = FeedbackStore(tmp_path)
     summaries: list[tuple[str, int]] = []
 
@@ -46,12 +46,12 @@ def _setup(tmp_path: Path, kb: FakeKB | None) -> tuple[ToolExecutor, FeedbackSto
         return {"summary": f"summary of {topic}", "model_calls": 1}
 
     services = KnowledgeServices(knowledge=lambda s: kb, feedback=lambda s: store, summarize=summarize)
-    return ToolExecutor(ToolRegistry(knowledge_tools(services))), store, summaries
+    return Calls(ToolRegistry(knowledge_tools(services))), store, summaries
 
 
-def _run(executor: ToolExecutor, name: str, args: dict[str, Any], **ctx: Any) -> Any:
+def _run(executor: Calls, name: str, args: dict[str, Any], **ctx: Any) -> Any:
     context = ToolContext(settings=Settings(user_id="alice", groups="hr"), user_id="alice", **ctx)
-    outcome = executor.run([ToolCallRequest("c1", name, args)], context)[0]
+    outcome = executor.run([Call("c1", name, args)], context)[0]
     return outcome
 
 
@@ -68,7 +68,7 @@ def test_outside_a_run_the_knowledge_tools_refuse_instead_of_guessing_the_caller
     kb = FakeKB()
     executor, _, _ = _setup(tmp_path, kb)
     for name, args in (("search_knowledge", {"query": "RAG"}), ("knowledge_stats", {})):
-        outcome = executor.run([ToolCallRequest("c1", name, args)], ToolContext(grant=EVERYTHING))[0]
+        outcome = executor.run([Call("c1", name, args)], ToolContext(grant=EVERYTHING))[0]
         assert outcome.status == "error" and "needs the run it belongs to" in outcome.content
     assert kb.calls == []  # nothing searched with made-up groups
 

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from cli.app import app
 from graph import build_graph
 from models import ScriptedChatModel, tool_call
-from tools.executor import ToolCallRequest, ToolExecutor
+from tests.fixtures.tool_rounds import Call, Calls
 from tools.nesting import MAX_ARGUMENT_DEPTH, json_too_deep, too_deep
 from tools.registry import ToolContext, ToolRegistry, ToolSpec
 
@@ -38,13 +38,13 @@ def test_the_model_gets_a_tool_error_for_deep_arguments() -> None:
     received: list[Any] = []
     registry = ToolRegistry()
     registry.register(
-        ToolSpec(
+        ToolSpec.from_schema(
             "echo", "Echo.", {"type": "object", "properties": {"x": {}}}, lambda **kw: received.append(kw)
         )
     )
     events: list[dict[str, Any]] = []
-    [outcome] = ToolExecutor(registry).run(
-        [ToolCallRequest("c1", "echo", _nested(DEEP))], ToolContext(user_id="u"), emit=events.append
+    [outcome] = Calls(registry).run(
+        [Call("c1", "echo", _nested(DEEP))], ToolContext(user_id="u"), emit=events.append
     )
     assert outcome.status == "error" and outcome.call_id == "c1"
     assert outcome.content == (

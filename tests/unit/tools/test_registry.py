@@ -4,15 +4,14 @@ model sees (``definitions()``) is exactly the OpenAI ``tools`` format."""
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 from typing import Any
 
 import pytest
 from langchain_core.tools import tool
 
+from tests.fixtures.tool_rounds import Call, Calls
 from tools.builtin import builtin_registry
-from tools.executor import ToolCallRequest, ToolExecutor
 from tools.registry import (
     DuplicateToolError,
     ToolContext,
@@ -30,7 +29,7 @@ def _noop() -> str:
 
 
 def _spec(name: str = "noop", handler: Any = _noop, **kw: Any) -> ToolSpec:
-    return ToolSpec(
+    return ToolSpec.from_schema(
         name=name, description=f"{name} tool", parameters=kw.pop("parameters", OBJ), handler=handler, **kw
     )
 
@@ -43,7 +42,7 @@ def test_duplicate_name_is_refused_at_registration() -> None:
     with pytest.raises(DuplicateToolError, match="'alpha' is already registered"):
         registry.register(_spec("alpha", handler=lambda: "other"))
     assert len(registry) == 1
-    assert registry.get("alpha").handler is _noop  # the first registration is kept
+    assert registry.get("alpha").tool.func is _noop  # the first registration is kept
 
 
 def test_duplicate_names_in_the_constructor_list_are_refused() -> None:
@@ -183,94 +182,40 @@ def test_builtin_registry_offers_calculator_and_current_date() -> None:
     assert "extra" not in builtin_registry()
 
 
-# --- decorator form -----------------------------------------------------------------------------
+# --- application tools ---------------------------------------------------------------------------
 
 
-def test_decorator_registers_the_function_and_returns_it_unchanged() -> None:
+def test_add_registers_a_typed_function_or_a_langchain_tool_with_the_platform_defaults() -> None:
     registry = ToolRegistry()
-    params = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
 
-    @registry.tool("double", "Double a number.", params, timeout=2.5, requires_approval=True)
     def double(n: int) -> int:
+        """Double a number."""
         return 2 * n
 
-    assert double(4) == 8  # still the plain function
-    spec = registry.get("double")
-    assert spec.handler is double
+    spec = registry.add(double, timeout=2.5, requires_approval=True)
+    assert registry.get("double") is spec
     assert spec.description == "Double a number."
-    assert spec.parameters == params
-    assert spec.timeout == 2.5
-    assert spec.requires_approval is True
-
-
-def test_decorator_refuses_a_duplicate_name() -> None:
-    registry = ToolRegistry()
-    registry.tool("same", "first", OBJ)(_noop)
+    assert spec.parameters["required"] == ["n"] and spec.parameters["properties"]["n"]["type"] == "integer"
+    assert (spec.timeout, spec.requires_approval, spec.permissions, spec.source) == (2.5, True, (), "langchain")
+    assert registry.tools() == [spec.tool]
     with pytest.raises(DuplicateToolError):
-        registry.tool("same", "second", OBJ)(lambda: "x")
+        registry.add(double)
 
 
-def test_decorator_refuses_an_invalid_name() -> None:
-    registry = ToolRegistry()
-    with pytest.raises(ValueError):
-        registry.tool("bad name", "d", OBJ)(_noop)
-    assert len(registry) == 0
+def test_an_invalid_tool_name_is_refused() -> None:
+    with pytest.raises(ValueError, match="must be letters, digits"):
+        ToolSpec.of(_noop, name="bad name", description="d")
 
 
-# --- wants_context / is_async -------------------------------------------------------------------
+def test_a_tool_context_parameter_is_hidden_from_the_model_and_async_handlers_get_a_blocking_twin() -> None:
+    async def whoami(*, tool_context: ToolContext) -> str:
+        return tool_context.user_id
 
-
-def _with_ctx(x: int, tool_context: ToolContext) -> int:
-    return x
-
-
-def _with_kwonly_ctx(x: int, *, tool_context: ToolContext | None = None) -> int:
-    return x
-
-
-def _without_ctx(x: int) -> int:
-    return x
-
-
-def _var_kwargs(**kwargs: Any) -> Any:
-    return kwargs
-
-
-async def _async_with_ctx(tool_context: ToolContext) -> str:
-    return tool_context.user_id
-
-
-class _CallableWithCtx:
-    def __call__(self, tool_context: ToolContext) -> str:
-        return "x"
-
-
-@pytest.mark.parametrize(
-    ("handler", "expected"),
-    [
-        (_with_ctx, True),
-        (_with_kwonly_ctx, True),
-        (_async_with_ctx, True),
-        (_CallableWithCtx(), True),
-        (functools.partial(_with_ctx, 1), True),
-        (_without_ctx, False),
-        (_var_kwargs, False),  # **kwargs does not count as declaring it
-        (lambda: None, False),
-        (dict, False),  # inspect.signature() raises ValueError for it: treated as "does not want it"
-    ],
-)
-def test_wants_context_is_detected_from_the_handler_signature(handler: Any, expected: bool) -> None:
-    assert _spec(handler=handler).wants_context is expected
-
-
-def test_wants_context_cannot_be_forced_by_the_caller() -> None:
-    spec = ToolSpec(name="x", description="d", parameters=OBJ, handler=_without_ctx, wants_context=True)
-    assert spec.wants_context is False
-
-
-def test_is_async_tells_coroutine_functions_apart() -> None:
-    assert _spec(handler=_async_with_ctx).is_async is True
-    assert _spec(handler=_with_ctx).is_async is False
+    spec = ToolSpec.of(whoami, name="whoami", description="Who is asking.")
+    assert spec.parameters.get("properties", {}) == {}
+    assert spec.tool.coroutine is not None and spec.tool.func is not None  # graph.invoke runs it too
+    [outcome] = Calls(ToolRegistry([spec])).run([Call("c", "whoami", {})], ToolContext(user_id="u7"))
+    assert (outcome.status, outcome.content) == ("success", "u7")
 
 
 # --- from_langchain -----------------------------------------------------------------------------
@@ -302,8 +247,6 @@ def test_from_langchain_wraps_a_tool_function() -> None:
     assert spec.parameters["type"] == "object"
     assert spec.parameters["required"] == ["a"]
     assert spec.parameters["properties"]["a"]["type"] == "integer"
-    assert spec.is_async  # always awaited through tool.ainvoke
-    assert spec.wants_context is False
     assert spec.definition()["function"]["name"] == "add"
 
 
@@ -321,14 +264,14 @@ def test_from_langchain_tool_without_arguments_gets_an_object_schema() -> None:
 def test_wrapped_langchain_tools_run_through_the_executor_with_the_same_checks() -> None:
     registry = ToolRegistry([ToolSpec.from_langchain(t) for t in (add, shout, no_args)])
     calls = [
-        ToolCallRequest("c1", "add", {"a": 3}),  # default b=2 filled
-        ToolCallRequest("c2", "add", {"a": 3, "b": 4.0}),  # integer-valued float accepted
-        ToolCallRequest("c3", "shout", {"text": "hi"}),
-        ToolCallRequest("c4", "no_args", {}),
-        ToolCallRequest("c5", "add", {"a": "three"}),  # refused by our validation, not by LangChain
-        ToolCallRequest("c6", "add", {"a": 1, "c": 2}),  # invented argument refused
+        Call("c1", "add", {"a": 3}),  # default b=2 filled
+        Call("c2", "add", {"a": 3, "b": 4.0}),  # integer-valued float accepted
+        Call("c3", "shout", {"text": "hi"}),
+        Call("c4", "no_args", {}),
+        Call("c5", "add", {"a": "three"}),  # refused by our validation, not by LangChain
+        Call("c6", "add", {"a": 1, "c": 2}),  # invented argument refused
     ]
-    outcomes = ToolExecutor(registry).run(calls, ToolContext())
+    outcomes = Calls(registry).run(calls, ToolContext())
     assert [o.call_id for o in outcomes] == ["c1", "c2", "c3", "c4", "c5", "c6"]
     assert [(o.status, o.content) for o in outcomes[:4]] == [
         ("success", "5"),
@@ -337,6 +280,6 @@ def test_wrapped_langchain_tools_run_through_the_executor_with_the_same_checks()
         ("success", "constant"),
     ]
     assert outcomes[4].status == "error"
-    assert "a: expected integer, got str" in outcomes[4].content
+    assert "a: Input should be a valid integer" in outcomes[4].content
     assert outcomes[5].status == "error"
     assert "unexpected argument(s) 'c'" in outcomes[5].content

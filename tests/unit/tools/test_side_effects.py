@@ -7,13 +7,13 @@ from pathlib import Path
 from typing import Any
 
 from stores.tool_effects import ToolEffectLog
-from tools.executor import ToolCallRequest, ToolExecutor
+from tests.fixtures.tool_rounds import Call, Calls
 from tools.registry import ToolContext, ToolRegistry, ToolSpec
 
 OBJ: dict[str, Any] = {"type": "object", "properties": {}}
 
 
-def _setup(tmp_path: Path, side_effects: bool = True) -> tuple[ToolExecutor, ToolEffectLog, list[str]]:
+def _setup(tmp_path: Path, side_effects: bool = True) -> tuple[Calls, ToolEffectLog, list[str]]:
     ran: list[str] = []
 
     def remember() -> str:
@@ -21,13 +21,13 @@ def _setup(tmp_path: Path, side_effects: bool = True) -> tuple[ToolExecutor, Too
         return f"stored #{len(ran)}"
 
     registry = ToolRegistry()
-    registry.register(ToolSpec("remember", "store", OBJ, remember, side_effects=side_effects))
-    return ToolExecutor(registry), ToolEffectLog(tmp_path), ran
+    registry.register(ToolSpec.from_schema("remember", "store", OBJ, remember, side_effects=side_effects))
+    return Calls(registry), ToolEffectLog(tmp_path), ran
 
 
 def test_a_recorded_call_is_replayed_not_run_and_another_step_runs_its_own(tmp_path: Path) -> None:
     executor, log, ran = _setup(tmp_path)
-    call = [ToolCallRequest("call_1", "remember", {})]
+    call = [Call("call_1", "remember", {})]
     step = ToolContext(effects=log.step("t1|tools:a"))
     first = executor.run(call, step)
     events: list[dict[str, Any]] = []
@@ -41,15 +41,15 @@ def test_a_recorded_call_is_replayed_not_run_and_another_step_runs_its_own(tmp_p
 def test_a_call_cut_off_by_a_crash_is_not_run_again_and_the_model_is_told(tmp_path: Path) -> None:
     executor, log, ran = _setup(tmp_path)
     log.claim("t1|tools:a", "call_1", "remember")  # claimed, then the process died: no result
-    [outcome] = executor.run([ToolCallRequest("call_1", "remember", {})], ToolContext(effects=log.step("t1|tools:a")))
+    [outcome] = executor.run([Call("call_1", "remember", {})], ToolContext(effects=log.step("t1|tools:a")))
     assert ran == [] and outcome.status == "error" and "may or may not have taken effect" in outcome.content
 
 
 def test_read_only_tools_are_not_recorded(tmp_path: Path) -> None:
     executor, log, ran = _setup(tmp_path, side_effects=False)
     step = ToolContext(effects=log.step("t1|tools:a"))
-    executor.run([ToolCallRequest("call_1", "remember", {})], step)
-    executor.run([ToolCallRequest("call_1", "remember", {})], step)
+    executor.run([Call("call_1", "remember", {})], step)
+    executor.run([Call("call_1", "remember", {})], step)
     assert ran == ["x", "x"] and log.claim("t1|tools:a", "call_1", "remember") is None
 
 

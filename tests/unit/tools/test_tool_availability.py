@@ -14,7 +14,7 @@ from langchain_core.messages import HumanMessage
 from graph.builder import default_registry
 from nodes.settings import Settings
 from nodes.tool_choice import offered_tools
-from tools.executor import ToolCallRequest, ToolExecutor
+from tests.fixtures.tool_rounds import Call, Calls
 from tools.registry import ToolContext
 
 MEMORY_TOOLS = {"remember", "forget", "search_memories"}
@@ -37,7 +37,7 @@ def test_memory_tools_are_offered_only_to_runs_with_long_term_memory(tmp_path: P
 def test_a_call_to_a_switched_off_tool_is_an_error_that_says_why(tmp_path: Path) -> None:
     off = settings(tmp_path, False)
     context = ToolContext(user_id="alice", settings=off, history=(HumanMessage("remember I like tea"),))
-    call = ToolCallRequest(id="c1", name="remember", args={"content": "The user likes tea"})
-    (outcome,) = ToolExecutor(default_registry()).run([call], context)
+    call = Call(id="c1", name="remember", args={"content": "The user likes tea"})
+    (outcome,) = Calls(default_registry()).run([call], context)
     assert outcome.status == "error"
     assert "long-term memory is off" in outcome.content

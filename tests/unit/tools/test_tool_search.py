@@ -20,7 +20,9 @@ from tests.fixtures.tool_catalog import (
     requests_for,
     tool_language,
 )
-from tools.registry import ToolContext, ToolError, ToolRegistry, ToolSpec, validate_arguments
+from tests.fixtures.tool_rounds import Call, Calls
+from tools.permissions import EVERYTHING
+from tools.registry import ToolContext, ToolRegistry, ToolSpec
 from tools.tool_search import (
     FIND_TOOLS,
     ToolSearch,
@@ -39,7 +41,7 @@ RECALL_500_SAME_LANGUAGE = 0.78
 
 
 def spec(name: str, description: str, **options: Any) -> ToolSpec:
-    return ToolSpec(
+    return ToolSpec.from_schema(
         name=name,
         description=description,
         parameters={"type": "object", "properties": {}},
@@ -268,10 +270,10 @@ def test_selection_filters_by_permission_before_search(catalog_500: list[ToolSpe
 
 # -- find_tools ------------------------------------------------------------------------------------
 def run_find_tools(registry: ToolRegistry, args: dict[str, Any], context: ToolContext) -> ToolMessage:
-    """What the executor does with the call: validate (defaults filled), then the handler with the context."""
-    finder = registry.get(FIND_TOOLS)
-    content = finder.handler(**validate_arguments(finder, args), tool_context=context)
-    return ToolMessage(content=content, tool_call_id="call-1", name=FIND_TOOLS)
+    """The call run as the graph runs it (validated, defaults filled, the run's context handed in)."""
+    [outcome] = Calls(registry).run([Call("call-1", FIND_TOOLS, args)], context)
+    status = "error" if outcome.status == "error" else "success"
+    return ToolMessage(content=outcome.content, tool_call_id="call-1", name=FIND_TOOLS, status=status)
 
 
 def test_find_tools_returns_allowed_matches_as_json_and_loaded_reads_them(
@@ -285,9 +287,9 @@ def test_find_tools_returns_allowed_matches_as_json_and_loaded_reads_them(
         return lambda s: s.permissions != ("shopping:write",)
 
     finder = find_tools_spec(lambda: index, allowed=allowed_for)
-    assert finder.always_on and finder.permissions == () and finder.wants_context
+    assert finder.always_on and finder.permissions == ()
     registry = ToolRegistry([*catalog_500, finder])
-    context = ToolContext(user_id="u1", settings={"groups": ["staff"]})
+    context = ToolContext(user_id="u1", settings={"groups": ["staff"]}, grant=EVERYTHING)
     result = run_find_tools(registry, {"query": "where is my package, track the parcel", "limit": 4}, context)
     tools = json.loads(result.content)["tools"]
     assert 1 <= len(tools) <= 4 and set(tools[0]) == {"name", "description", "domain"}
@@ -320,8 +322,8 @@ def test_find_tools_returns_allowed_matches_as_json_and_loaded_reads_them(
 
 def test_find_tools_refuses_an_empty_query_so_the_model_can_retry(catalog_500: list[ToolSpec]) -> None:
     registry = ToolRegistry([*catalog_500[:20], find_tools_spec(ToolSearch(catalog_500[:20]))])
-    with pytest.raises(ToolError, match="describe the action"):
-        run_find_tools(registry, {"query": "   "}, ToolContext())
+    refused = run_find_tools(registry, {"query": "   "}, ToolContext())
+    assert refused.status == "error" and "describe the action" in refused.text
     one = json.loads(run_find_tools(registry, {"query": "email"}, ToolContext()).content)["tools"]
     assert 1 <= len(one) <= 5  # limit defaults to 5
 
