@@ -6,13 +6,15 @@ One setting switches the backend (``KB_AGENT_CHECKPOINT_URL``); nothing above th
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
+
+from stores.faults import BUSY_SECONDS, sqlite_failure
 
 SQLITE_FILE = "threads.sqlite"
 WAL_PAGES = 256  # pages (4 KiB) of write-ahead log between automatic checkpoints: 1 MiB
@@ -58,7 +60,9 @@ def open_checkpointer(data_dir: str | Path, url: str = "", *, pool: Any = None) 
     if _is_postgres(url):
         postgres = _postgres_module()
         if pool is not None:
-            saver = postgres.PostgresSaver(pool)
+            from stores.postgres import pool_failures
+
+            saver = _failures_named(postgres.PostgresSaver, lambda: pool_failures(pool))(pool)
             saver.setup()
             yield saver  # the pool's owner closes it
             return
@@ -70,9 +74,9 @@ def open_checkpointer(data_dir: str | Path, url: str = "", *, pool: Any = None) 
 
     path = sqlite_path(data_dir, url)
     path.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(str(path), check_same_thread=False)
+    conn = sqlite3.connect(str(path), check_same_thread=False, timeout=BUSY_SECONDS)
     try:
-        saver = SqliteSaver(conn)
+        saver = _failures_named(SqliteSaver, lambda: _sqlite_failures(path))(conn)
         saver.setup()
         # Every step writes a checkpoint: fold the write-ahead log back into the database every 1 MiB
         # (not 4) and cut the file back to that size, so a thread's folder is its data, not a 4 MiB log.
@@ -81,6 +85,40 @@ def open_checkpointer(data_dir: str | Path, url: str = "", *, pool: Any = None) 
         yield saver
     finally:
         conn.close()
+
+
+# What a checkpointer does to its store: each call's failure is named by the store it failed on.
+_SAVER_CALLS = ("setup", "get_tuple", "put", "put_writes", "delete_thread", "prune")
+
+
+def _failures_named(cls: type[Any], failures: Callable[[], AbstractContextManager[None]]) -> type[Any]:
+    """``cls`` whose calls run under ``failures()`` (which turns a lost or locked store into one
+    :class:`~stores.faults.StoreFailure`); ``list``'s rows too, as they are read."""
+
+    def wrap(method: Callable[..., Any]) -> Callable[..., Any]:
+        def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+            with failures():
+                return method(self, *args, **kwargs)
+
+        return call
+
+    def rows(self: Any, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        with failures():
+            yield from cls.list(self, *args, **kwargs)
+
+    calls = {name: wrap(getattr(cls, name)) for name in _SAVER_CALLS if hasattr(cls, name)}
+    # the same name and module: code that tells savers apart by them (pruning) still knows this one
+    return type(cls.__name__, (cls,), {**calls, "list": rows, "__module__": cls.__module__})
+
+
+@contextmanager
+def _sqlite_failures(path: Path) -> Iterator[None]:
+    try:
+        yield
+    except sqlite3.OperationalError as exc:
+        if failure := sqlite_failure(path, exc, waited=BUSY_SECONDS):
+            raise failure from exc
+        raise
 
 
 @asynccontextmanager

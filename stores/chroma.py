@@ -3,6 +3,10 @@
 Every collection is opened with our embedding function and records which embedder and dimension built
 it; opening it with another embedder is refused with a message that says to re-index, because mixing
 vector spaces silently returns nonsense.
+
+A server client waits at most :data:`stores.faults.CHROMA_SECONDS` for each request (Chroma's own client
+waits forever), and a server lost or silent mid-command is one :class:`~stores.faults.StoreFailure` naming
+``KB_AGENT_CHROMA_URL``, whichever store's call met it.
 """
 
 from __future__ import annotations
@@ -17,12 +21,14 @@ from typing import Any
 from urllib.parse import urlparse
 
 import chromadb
+import httpx
 from chromadb.api import ClientAPI
 from chromadb.api.models.Collection import Collection
 from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
 from chromadb.config import Settings
 from chromadb.utils.embedding_functions import register_embedding_function
 
+from stores import faults
 from stores.base import StoreUnavailableError
 from stores.embeddings import DEFAULT_EMBEDDER, Embedder, get_embedder
 
@@ -33,6 +39,41 @@ _lock = threading.Lock()
 
 class EmbeddingMismatchError(ValueError):
     """The collection was built with another embedder or dimension."""
+
+
+def _with_deadline(client: ClientAPI, url: str) -> None:
+    """Give every request of a server ``client`` a deadline, and name its transport errors in one line.
+
+    Chroma's client builds its httpx session with ``timeout=None`` and has no setting for it, so the
+    deadline is set on that session, and its one request method is wrapped. Both are Chroma's internals:
+    tests/unit/stores/test_faults.py fails if a release renames them.
+    """
+    server = client._server  # type: ignore[attr-defined]
+    server._session.timeout = httpx.Timeout(faults.CHROMA_SECONDS, connect=faults.CHROMA_CONNECT_SECONDS)
+    request = server._make_request
+
+    def make_request(method: str, path: str, **kwargs: Any) -> Any:
+        try:
+            return request(method, path, **kwargs)
+        except httpx.TransportError as exc:
+            raise faults.chroma_server_failure(url, exc, server._session.timeout) from exc
+
+    server._make_request = make_request
+
+
+def _answers(url: str) -> None:
+    """Ask the server for its heartbeat, within the deadline: Chroma's client asks its first questions
+    while it is built, before a deadline can be set on it."""
+    try:
+        httpx.get(
+            f"{url.rstrip('/')}/api/v2/heartbeat",
+            timeout=httpx.Timeout(faults.CHROMA_SECONDS, connect=faults.CHROMA_CONNECT_SECONDS),
+        ).raise_for_status()
+    except httpx.HTTPError as exc:
+        raise StoreUnavailableError(
+            f"KB_AGENT_CHROMA_URL: cannot reach the Chroma server at {url} ({type(exc).__name__}); "
+            "check the URL and that `chroma run` is up"
+        ) from None
 
 
 @register_embedding_function
@@ -104,23 +145,52 @@ def chroma_client(data_dir: str | Path, url: str = "") -> ClientAPI:
                 parsed = urlparse(url)
                 if parsed.scheme not in {"http", "https"} or not parsed.hostname:
                     raise ValueError(f"KB_AGENT_CHROMA_URL={url!r} must look like http://host:8000")
+                _answers(url)
                 try:
-                    _clients[key] = chromadb.HttpClient(
+                    client = chromadb.HttpClient(
                         host=parsed.hostname,
                         port=parsed.port or (443 if parsed.scheme == "https" else 8000),
                         ssl=parsed.scheme == "https",
                         settings=settings,
                     )
                 except Exception as exc:  # the client checks the server at once; its errors vary by cause
+                    from stores.disk import causes
+
+                    why = next((e for e in causes(exc) if isinstance(e, httpx.HTTPError)), exc)
                     raise StoreUnavailableError(
-                        f"KB_AGENT_CHROMA_URL: cannot reach the Chroma server at {url} ({type(exc).__name__}); "
+                        f"KB_AGENT_CHROMA_URL: cannot reach the Chroma server at {url} ({type(why).__name__}); "
                         "check the URL and that `chroma run` is up"
                     ) from None
+                _with_deadline(client, url)
+                _clients[key] = client
             else:
                 Path(key).mkdir(parents=True, exist_ok=True)
                 with _first_open_lock(key):
+                    wait_for_writers(Path(key, "chroma.sqlite3"))
                     _clients[key] = chromadb.PersistentClient(path=key, settings=settings)
         return _clients[key]
+
+
+def wait_for_writers(path: Path, seconds: float | None = None) -> None:
+    """Wait, at most ``seconds`` (SQLite's busy timeout), until no other process holds a write lock on
+    embedded Chroma's database; past that, one :class:`~stores.faults.StoreFailure` naming the file.
+
+    Chroma waits for such a lock without end and without letting go of the interpreter, so neither a
+    deadline nor a signal can reach a command stuck there (a stopped ingest's lock held it forever). Python's
+    SQLite waits the same way with the interpreter free, and gives up."""
+    import sqlite3
+
+    limit = faults.BUSY_SECONDS if seconds is None else seconds
+    if not path.is_file() or not os.access(path, os.W_OK) or not os.access(path.parent, os.W_OK):
+        return  # nothing to wait for, or a read-only folder (named by the open that follows)
+    try:
+        with contextlib.closing(sqlite3.connect(path, timeout=limit, isolation_level=None)) as db:
+            db.execute("BEGIN IMMEDIATE")  # the write lock that a writer mid-transaction holds
+            db.execute("ROLLBACK")
+    except sqlite3.OperationalError as exc:
+        if failure := faults.sqlite_failure(path, exc, waited=limit):
+            raise failure from exc
+        # anything else (a damaged file, a full disk) is met and named by Chroma's own open
 
 
 def reopen_client(data_dir: str | Path, url: str = "") -> ClientAPI:

@@ -32,7 +32,7 @@ class DiskFullError(OSError):
 
 def disk_full(exc: BaseException, path: str | Path) -> DiskFullError | None:
     """A :class:`DiskFullError` naming the disk if ``exc`` (or what caused it) is a full disk, else None."""
-    said_so = any(_says_full(cause) for cause in _chain(exc))
+    said_so = any(_says_full(cause) for cause in causes(exc))
     free = _free(Path(path))
     if not said_so and (free is None or free >= LOW_SPACE_BYTES):
         return None
@@ -53,7 +53,7 @@ def _says_full(exc: BaseException) -> bool:
     return any(message in str(exc).lower() for message in _MESSAGES)
 
 
-def _chain(exc: BaseException) -> Iterator[BaseException]:
+def causes(exc: BaseException) -> Iterator[BaseException]:
     """``exc``, what caused it, and what it was raised while handling (and exception groups' members)."""
     seen: set[int] = set()
     todo = [exc]
@@ -91,7 +91,7 @@ def storage_problem(exc: BaseException, data_dir: str | Path) -> str | None:
     written, a damaged database file — naming the path and what to do; None for any other error."""
     if full := disk_full(exc, data_dir):
         return str(full)
-    for cause in _chain(exc):
+    for cause in causes(exc):
         if _read_only(cause) or (_cannot_open(cause) and not writable(data_dir)):
             return (
                 f"cannot write {data_dir}: it is read-only (its file system, or its files' permissions); "

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlparse
 
 from stores.base import StoreUnavailableError
+from stores.faults import StoreFailure
 
 if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
@@ -28,6 +29,12 @@ CHECKPOINT_SETTING = "KB_AGENT_CHECKPOINT_URL"  # threads, their owners, locks a
 MIN_SIZE = 1  # kept open while idle: the next operation does not pay a connect
 MAX_SIZE = 20  # operations in flight at once, plus the sessions held (turn locks, the ingest lock)
 WAIT_SECONDS = 10.0  # for a connection at open, and for a free one of the pool before giving up
+QUICK_SECONDS = 1.0  # a borrow that gets none this soon looks whether the server still takes connections
+# libpq's own deadlines for a server lost without a goodbye (its host down, the network cut): probes after
+# 10 s idle, 3 unanswered 5 s apart end the connection; data unacknowledged for 30 s ends it too. A server
+# that dies on a live host resets the connection at once; its loss is then named by lost_as_error.
+KEEPALIVE: dict[str, Any] = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5, "keepalives_count": 3}
+CONNECTION: dict[str, Any] = {**KEEPALIVE, "tcp_user_timeout": 30_000}
 
 
 def is_postgres(url: str) -> bool:
@@ -45,7 +52,7 @@ def connect_postgres(url: str, *, setting: str = DATABASE_SETTING) -> Any:
     import psycopg
 
     try:
-        return psycopg.connect(url, autocommit=True, connect_timeout=10)
+        return psycopg.connect(url, autocommit=True, connect_timeout=round(WAIT_SECONDS), **CONNECTION)
     except psycopg.OperationalError as exc:
         where = postgres_address(url)
         reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0].rsplit(": ", 1)[-1]
@@ -56,17 +63,25 @@ def connect_postgres(url: str, *, setting: str = DATABASE_SETTING) -> Any:
 
 
 class _LossReportedElsewhere(logging.Filter):
-    """The pool's warning on putting a dead connection aside repeats a loss this module reports itself, in
-    one line naming the setting; users see that line, not a second one naming a connection object."""
+    """The pool's warnings on putting a dead connection aside and on each failed reconnection repeat a
+    loss this module reports itself, in one line naming the setting; users see that line, not one per try."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith(("discarding closed connection", "discarding broken connection"))
+        return not str(record.msg).startswith(
+            (
+                "discarding closed connection",
+                "discarding broken connection",
+                "error connecting in",
+                "reconnection attempt in pool",
+                "task run",
+            )
+        )
 
 
 logging.getLogger("psycopg.pool").addFilter(_LossReportedElsewhere())
 
 
-class ConnectionLostError(StoreUnavailableError):
+class ConnectionLostError(StoreFailure):
     """The server dropped the connection while an operation ran on it; the next operation reconnects."""
 
 
@@ -91,7 +106,7 @@ def open_pool(
         url,
         min_size=min_size,
         max_size=max_size,
-        kwargs={"autocommit": True, "connect_timeout": max(1, round(timeout))},
+        kwargs={"autocommit": True, "connect_timeout": max(1, round(timeout)), **CONNECTION},
         check=ConnectionPool.check_connection,
         timeout=timeout,
         name=setting,
@@ -129,27 +144,94 @@ def lost_as_error(pool: ConnectionPool, conn: Any) -> Iterator[None]:
     except psycopg.OperationalError as exc:
         if not conn.closed and not conn.broken:
             raise
-        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise ConnectionLostError(
-            f"{_setting(pool)}: lost the connection to Postgres at {_address(pool)} "
-            f"({reason}); what was in flight was not completed: run it again once the database is back"
-        ) from None
+        raise connection_lost(_setting(pool), _address(pool), exc) from None
+
+
+def connection_lost(setting: str, address: str, exc: BaseException) -> ConnectionLostError:
+    """The one line for a connection to ``address`` (named by ``setting``) that the server dropped."""
+    reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return ConnectionLostError(
+        setting,
+        f"lost the connection to Postgres at {address} ({reason})",
+        "what was in flight was not completed: run it again once the database is back",
+    )
+
+
+@contextlib.contextmanager
+def pool_failures(pool: ConnectionPool) -> Iterator[None]:
+    """For code that borrows ``pool``'s connections itself (LangGraph's checkpointer): a connection lost
+    mid-way, or none lent in time, is one :class:`StoreFailure` naming the pool's setting and server."""
+    import psycopg
+    from psycopg_pool import PoolTimeout
+
+    if not pool.get_stats().get("pool_available") and (refused := _refusal(pool)):
+        # none to lend, and the server refuses new ones: the pool would wait its whole timeout in vain
+        raise StoreFailure(
+            _setting(pool),
+            f"Postgres at {_address(pool)} stopped taking connections ({refused})",
+            "what was in flight was not completed: run it again once the database is back",
+        )
+    try:
+        yield
+    except PoolTimeout:
+        if refused := _refusal(pool):
+            raise StoreFailure(
+                _setting(pool),
+                f"Postgres at {_address(pool)} stopped taking connections ({refused})",
+                "what was in flight was not completed: run it again once the database is back",
+            ) from None
+        raise _no_connection(pool) from None
+    except psycopg.OperationalError as exc:
+        if not server_lost(exc):
+            raise
+        raise connection_lost(_setting(pool), _address(pool), exc) from exc
+
+
+def server_lost(exc: BaseException) -> bool:
+    """psycopg's word that the server is gone: a connection broken or closed on this side (no SQLSTATE),
+    a connection exception (class 08), or the server shutting down (57P01-57P03); not a query's own error
+    (a timeout, a lock not available, a full disk)."""
+    state = getattr(exc, "sqlstate", None)
+    return state is None or state.startswith("08") or state in ("57P01", "57P02", "57P03")
+
+
+def _no_connection(pool: ConnectionPool) -> StoreUnavailableError:
+    return StoreFailure(
+        _setting(pool),
+        f"no connection to Postgres at {_address(pool)} within {pool.timeout:g} s",
+        "check that the server is running (or raise the pool's size if it is busy)",
+    )
 
 
 @contextlib.contextmanager
 def borrowed(pool: ConnectionPool) -> Iterator[Any]:
     """A live connection of ``pool`` for the ``with`` block, then back to the pool; none free or none to
     be made within the pool's timeout is :class:`StoreUnavailableError` naming the setting."""
+    with contextlib.ExitStack() as stack:
+        conn = _lend(pool, stack)
+        with lost_as_error(pool, conn):
+            yield conn
+
+
+def _lend(pool: ConnectionPool, stack: contextlib.ExitStack) -> Any:
+    """A connection of ``pool``, entered on ``stack``. None within a second: if the server refuses new
+    connections now (it went away mid-command), say so at once instead of waiting the pool's whole
+    timeout while it tries to reconnect; if it takes them, the pool is busy: wait that timeout."""
     from psycopg_pool import PoolTimeout
 
     try:
-        with pool.connection() as conn, lost_as_error(pool, conn):
-            yield conn
+        return stack.enter_context(pool.connection(timeout=min(QUICK_SECONDS, pool.timeout)))
     except PoolTimeout:
-        raise StoreUnavailableError(
-            f"{_setting(pool)}: no connection to Postgres at {_address(pool)} within "
-            f"{pool.timeout:g} s; check that the server is running (or raise the pool's size if it is busy)"
-        ) from None
+        if refused := _refusal(pool):
+            raise StoreFailure(
+                _setting(pool),
+                f"Postgres at {_address(pool)} stopped taking connections ({refused})",
+                "what was in flight was not completed: run it again once the database is back",
+            ) from None
+    try:
+        return stack.enter_context(pool.connection())
+    except PoolTimeout:
+        raise _no_connection(pool) from None
 
 
 def run(pool: ConnectionPool, work: Callable[[Any], T], *, retry: bool = False) -> T:
@@ -159,10 +241,24 @@ def run(pool: ConnectionPool, work: Callable[[Any], T], *, retry: bool = False) 
         with borrowed(pool) as conn:
             return work(conn)
     except ConnectionLostError:
-        if not retry:
-            raise
+        if not retry or _refusal(pool):
+            raise  # a server that refuses now is not waited for: the pool would try for its whole timeout
     with borrowed(pool) as conn:
         return work(conn)
+
+
+def _refusal(pool: ConnectionPool) -> str:
+    """Why ``pool``'s server refuses a new connection now (within 2 s); empty when it takes one."""
+    import psycopg
+
+    conninfo = pool.conninfo
+    if not isinstance(conninfo, str):
+        return ""
+    try:
+        psycopg.connect(conninfo, autocommit=True, connect_timeout=2, **CONNECTION).close()
+    except psycopg.Error as exc:
+        return (str(exc).strip().splitlines() or [type(exc).__name__])[0].rsplit(": ", 1)[-1]
+    return ""
 
 
 @contextlib.contextmanager

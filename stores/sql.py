@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from stores.faults import BUSY_SECONDS, sqlite_failure
 from stores.postgres import DATABASE_SETTING, borrowed, is_postgres, open_pool, run
 
 T = TypeVar("T")
@@ -54,6 +55,7 @@ class Database:
     pool: Any = None
     owns_pool: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
+    path: Path | None = None  # the SQLite file, named when it fails
 
     def serial(self) -> str:
         """The auto-increment primary-key type of this backend."""
@@ -63,9 +65,19 @@ class Database:
         """``work(connection)``; on Postgres a connection lost mid-way is tried once more on a fresh one
         when ``retry`` (only for work that leaves the same rows when it runs twice)."""
         if self.pool is None:
-            with self.lock:
+            with self.lock, self._named():
                 return work(self.conn)
         return run(self.pool, work, retry=retry)
+
+    @contextmanager
+    def _named(self) -> Iterator[None]:
+        """SQLite locked by another process past the busy timeout, or unreadable: one line naming the file."""
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            if failure := sqlite_failure(self.path or "a SQLite database", exc, waited=BUSY_SECONDS):
+                raise failure from exc
+            raise
 
     def execute(self, sql: str, params: tuple[Any, ...] = (), *, retry: bool = False) -> Rows:
         """One statement; its rows, row count and (SQLite) new row id. ``retry`` as in :meth:`run`."""
@@ -99,7 +111,7 @@ class Database:
         """A connection for the ``with`` block: in one transaction on Postgres (committed, or rolled back
         on error); SQLite's own under the lock, each statement its own transaction."""
         if self.pool is None:
-            with self.lock:
+            with self.lock, self._named():
                 yield self.conn
             return
         with borrowed(self.pool) as conn, conn.transaction():
@@ -114,17 +126,29 @@ class Database:
             self.pool.close()
 
 
-def switch_to_wal(db: Any, attempts: int = 60) -> None:
-    """Put the database in WAL mode. The switch needs the database alone and does not wait for it, so
-    openers of a fresh database that arrive together would fail with "database is locked": retry instead."""
-    for attempt in range(attempts):
-        try:
-            db.execute("PRAGMA journal_mode=WAL")
-            return
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or attempt == attempts - 1:
-                raise
-            time.sleep(min(0.01 * (attempt + 1), 0.2))
+def switch_to_wal(db: Any, seconds: float | None = None) -> None:
+    """Put the database in WAL mode, within ``seconds`` (SQLite's busy timeout by default) in all.
+
+    The switch needs the database alone: openers of a fresh database that arrive together fail with
+    "database is locked" at once, so it is retried; a database another process keeps locked makes each try
+    wait out the busy timeout, so the tries share one deadline (60 tries of 30 s each were half an hour)."""
+    deadline = time.monotonic() + (BUSY_SECONDS if seconds is None else seconds)
+    busy_ms = db.execute("PRAGMA busy_timeout").fetchone()[0]
+    attempt = 0
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            db.execute(f"PRAGMA busy_timeout = {max(1, min(busy_ms, int(left * 1000)))}")
+            try:
+                db.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() >= deadline:
+                    raise
+            attempt += 1
+            time.sleep(min(0.01 * attempt, 0.2, max(0.0, deadline - time.monotonic())))
+    finally:
+        db.execute(f"PRAGMA busy_timeout = {busy_ms}")
 
 
 def open_database(
@@ -139,6 +163,12 @@ def open_database(
         return Database("%s", True, pool=open_pool(url, setting=setting), owns_pool=True)
     path = Path(sqlite_file)
     path.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=30)
-    switch_to_wal(conn)
-    return Database("?", False, conn=conn)
+    conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=BUSY_SECONDS)
+    try:
+        switch_to_wal(conn)
+    except sqlite3.OperationalError as exc:
+        conn.close()
+        if failure := sqlite_failure(path, exc, waited=BUSY_SECONDS):
+            raise failure from exc
+        raise
+    return Database("?", False, conn=conn, path=path)
