@@ -6,7 +6,6 @@ Errors a user can cause are one line on stderr and a non-zero exit code, never a
 from __future__ import annotations
 
 import logging
-import signal
 import sys
 import uuid
 from datetime import UTC, datetime
@@ -17,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cli import kb as kb_cli
-from cli import kb_eval
+from cli import kb_eval, signals
 from cli import memory as memory_cli
 from cli import serve as serve_cli
 from cli.chat_commands import CHAT_HELP, chat_command, print_history
@@ -27,7 +26,7 @@ from cli.terminal import Terminal, json_text, shown, undecodable
 from cli.tools import tools_app
 from cli.trace import print_memories_written, tool_status_printer, trace_printer
 from cli.trash import trash_app
-from stores.disk import disk_full, storage_problem
+from stores.faults import store_failure
 
 if TYPE_CHECKING:
     from graph.api import Agent, Answer
@@ -93,12 +92,26 @@ def fail(message: str, code: int = 1) -> None:
     raise typer.Exit(code)
 
 
-def fail_on_full_disk(exc: Exception) -> None:
-    """One line and exit 1 when ``exc`` comes from a full disk; otherwise return (the caller re-raises)."""
-    from nodes.settings import Settings
+def failure_line(exc: BaseException) -> str | None:
+    """The one line for an error a user can meet, or None for a bug (which keeps its traceback).
 
-    if full := disk_full(exc, Settings().data_dir):
-        fail(str(full))
+    A store's failure is named by :func:`stores.faults.store_failure`, which knows a full disk under a
+    store's error; the other errors users cause say what to do themselves."""
+    import click
+
+    if isinstance(exc, click.exceptions.Exit | click.exceptions.Abort):
+        return None
+    from stores.base import StoreUnavailableError
+
+    if isinstance(exc, user_errors() + fatal_errors()) and not isinstance(exc, StoreUnavailableError):
+        return str(exc)
+    return store_failure(exc, _data_dir())
+
+
+def fail_on_known(exc: Exception) -> None:
+    """One line and exit 1 when ``exc`` is an error a user can meet; otherwise return (the caller re-raises)."""
+    if line := failure_line(exc):
+        fail(line)
 
 
 def approval_prompt(console: Console) -> Any:
@@ -132,11 +145,54 @@ def _pending_line(answer: Answer) -> None:
 
 
 def _setup(verbose: bool) -> None:
+    logging.getLogger().setLevel(logging.INFO if verbose else logging.WARNING)
+
+
+class StoreFailuresHeld(logging.Filter):
+    """Store failures logged on the way (a search that went on without its feedback, a turn's undo that
+    failed, a memory not saved) are held back from stderr: when the command then fails, its one line
+    already says which store failed and what to do. When it finishes anyway, the first is its one line,
+    no traceback, and it exits 1: something it was asked to do was not done."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.held: list[str] = []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is None:
+            return True
+        if isinstance(exc, KeyboardInterrupt) and signals.stopped():
+            return False  # the stop line says it
+        try:
+            line = store_failure(exc, _data_dir())
+        except Exception:
+            line = None
+        if line is None:
+            return True
+        self.held.append(f"{record.getMessage()}: {line}")
+        return False
+
+    def show(self) -> bool:
+        """One line for what failed on the way, if anything did (the first; how many more); whether any."""
+        if not self.held:
+            return False
+        first, more = self.held[0], len(dict.fromkeys(self.held)) - 1
+        also = f" (and {more} more store failure{'s' if more > 1 else ''})" if more else ""
+        err.print(f"[red]error:[/red] {shown(first)}{also}", soft_wrap=True)
+        self.held.clear()
+        return True
+
+
+def _log_to_stderr() -> StoreFailuresHeld:
+    """Warnings and errors on stderr, store failures held back (:class:`StoreFailuresHeld`)."""
     logging.basicConfig(
-        level=logging.INFO if verbose else logging.WARNING,
-        stream=sys.stderr,
-        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+        level=logging.WARNING, stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s"
     )
+    held = StoreFailuresHeld()
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(held)
+    return held
 
 
 def _context(user: str | None, *, offline: bool = False) -> Settings:
@@ -200,10 +256,8 @@ def ask(
             )
             if verbose and not as_json:
                 _trace_memories_written(agent, started)
-    except user_errors() as exc:
-        fail(str(exc))
     except Exception as exc:
-        fail_on_full_disk(exc)
+        fail_on_known(exc)
         raise
     if as_json:
         typer.echo(json_text(answer.as_dict()))
@@ -266,10 +320,10 @@ def chat(
                 except turn_errors() as exc:
                     err.print(f"[red]error:[/red] {shown(str(exc))}")
                     continue
-                except Exception as exc:  # a full disk: this question is not kept, the chat goes on
-                    if not (full := disk_full(exc, agent.context.data_dir)):
+                except Exception as exc:  # a store failed: this question is not kept, the chat goes on
+                    if not (failed := store_failure(exc, agent.context.data_dir)):
                         raise
-                    err.print(f"[red]error:[/red] {shown(str(full))}")
+                    err.print(f"[red]error:[/red] {shown(failed)}", soft_wrap=True)
                     continue
                 out.print(shown(answer.text))
                 _pending_line(answer)
@@ -412,33 +466,31 @@ def refuse_undecodable(args: list[str]) -> None:
             raise SystemExit(2)
 
 
-def _interrupt(signum: int, _frame: Any) -> None:
-    from models.stopping import stop_waiting
-
-    stop_waiting()  # a model call in a worker thread gives up too, so the turn unwinds now
-    raise KeyboardInterrupt(f"signal {signum}")
-
-
 def main() -> None:
     refuse_undecodable(sys.argv[1:])
-    # SIGTERM (a service manager, ``kill``) and Ctrl-C end a turn at once: rolled back, never half saved,
-    # without waiting for a model call in flight (it runs in a thread the process no longer waits for).
-    signal.signal(signal.SIGTERM, _interrupt)
-    signal.signal(signal.SIGINT, _interrupt)
+    # SIGTERM (a service manager, ``kill``) and Ctrl-C end a command in one line and exit 130, within
+    # seconds whatever it waits on; a turn is rolled back, never half saved.
+    signals.install()
     from models.stopping import make_interruptible
 
     make_interruptible()
+    held = _log_to_stderr()
     try:
         app()
-    except Exception as exc:  # not ``except fatal_errors()``: that would be resolved for every SystemExit
-        if isinstance(exc, fatal_errors()):
-            # a database or Chroma server lost mid-command, a knowledge base another embedder built (the
-            # message says how to re-index), a setting that cannot be used: one line, never a traceback
-            err.print(f"[red]error:[/red] {shown(str(exc))}", soft_wrap=True)
+    except SystemExit as done:
+        if signals.stopped() and done.code == signals.STOPPED:
+            signals.say_stopped()
+        elif done.code in (0, None) and held.show():
             sys.exit(1)
-        # a data folder that cannot be created or written, a damaged database, a full disk: one line that
-        # names the path and what to do, for every command
-        if line := storage_problem(exc, _data_dir()):
+        raise
+    except KeyboardInterrupt:
+        signals.say_stopped()
+        sys.exit(signals.STOPPED)
+    except Exception as exc:  # not ``except fatal_errors()``: that would be resolved for every SystemExit
+        # a store lost, locked or full mid-command, a data folder that cannot be written, a damaged
+        # database, a knowledge base another embedder built, a setting that cannot be used: one line that
+        # names it and what to do, never a traceback
+        if line := failure_line(exc):
             err.print(f"[red]error:[/red] {shown(line)}", soft_wrap=True)
             sys.exit(1)
         raise

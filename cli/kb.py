@@ -7,9 +7,11 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
+from cli import signals
 from cli.progress import ingest_bar
 from cli.terminal import Terminal, json_text, shown, shown_name
-from stores.disk import damaged_databases, disk_full
+from stores.disk import damaged_databases
+from stores.faults import store_failure
 
 if TYPE_CHECKING:
     from nodes.settings import Settings
@@ -96,20 +98,27 @@ def ingest(
     from stores.knowledge.ingest import IngestReport
 
     result = IngestReport()
+
+    def stopped_line() -> str:  # what was fully written is kept, the rest is not
+        added, updated = len(result.added), len(result.updated)
+        return (
+            f"stopped: {added + updated} file(s) indexed and kept (added {added}, updated {updated}); "
+            "the others were not: run the same ingest again to finish"
+        )
+
+    signals.on_stop(stopped_line)  # also when the stop cannot wait for the ingest to unwind
     try:
         kb = open_knowledge_base(config, create=True)
         with ingest_bar(err, "ingesting") as report:  # on stderr: with --json too, stdout stays the report
             kb.ingest(paths, groups=group_list, prune=prune, progress=report, report=result)
-    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: what was fully written is kept, the rest is not
-        kept = len(result.added) + len(result.updated)
-        err.print(
-            f"stopped: {kept} file(s) indexed and kept (added {len(result.added)}, updated {len(result.updated)}); "
-            "the others were not: run the same ingest again to finish"
-        )
-        raise typer.Exit(130) from None
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM
+        signals.say_stopped()
+        raise typer.Exit(signals.STOPPED) from None
+    except typer.Exit:  # its line is printed: the store failure it reported is in its context, not to repeat
+        raise
     except Exception as exc:
-        if full := disk_full(exc, config.data_dir):
-            _fail(str(full))
+        if line := store_failure(exc, config.data_dir):
+            _fail(line)
         raise
     summary = {
         "added": result.added,
