@@ -160,6 +160,9 @@ class StoreFailuresHeld(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
+        if exc is None:  # or named in the message: "could not purge expired memories: %s"
+            args = record.args if isinstance(record.args, tuple) else ()
+            exc = next((arg for arg in args if isinstance(arg, BaseException)), None)
         if exc is None:
             return True
         if isinstance(exc, KeyboardInterrupt) and signals.stopped():
@@ -170,7 +173,8 @@ class StoreFailuresHeld(logging.Filter):
             line = None
         if line is None:
             return True
-        self.held.append(f"{record.getMessage()}: {line}")
+        said = record.getMessage()
+        self.held.append(said if line in said else f"{said}: {line}")
         return False
 
     def show(self) -> bool:

@@ -15,7 +15,7 @@ import contextlib
 import fcntl
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -59,6 +59,31 @@ def _with_deadline(client: ClientAPI, url: str) -> None:
             raise faults.chroma_server_failure(url, exc, server._session.timeout) from exc
 
     server._make_request = make_request
+
+
+def _within(seconds: float, build: Callable[[], ClientAPI]) -> ClientAPI:
+    """``build()``, given up after ``seconds``: Chroma's server client asks its first questions while it is
+    built, before a deadline can be set on its session. It runs on a thread of its own, abandoned if the
+    server never answers (the command ends; a signal still reaches the waiting main thread)."""
+    import httpx
+
+    done: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            done["client"] = build()
+        except BaseException as exc:
+            done["error"] = exc
+
+    builder = threading.Thread(target=run, name="chroma-connect", daemon=True)
+    builder.start()
+    builder.join(seconds)
+    if builder.is_alive():
+        raise httpx.ReadTimeout(f"no answer within {seconds:g} s")
+    if "error" in done:
+        raise done["error"]
+    client: ClientAPI = done["client"]
+    return client
 
 
 def _answers(url: str) -> None:
@@ -146,12 +171,16 @@ def chroma_client(data_dir: str | Path, url: str = "") -> ClientAPI:
                 if parsed.scheme not in {"http", "https"} or not parsed.hostname:
                     raise ValueError(f"KB_AGENT_CHROMA_URL={url!r} must look like http://host:8000")
                 _answers(url)
+                host = parsed.hostname
                 try:
-                    client = chromadb.HttpClient(
-                        host=parsed.hostname,
-                        port=parsed.port or (443 if parsed.scheme == "https" else 8000),
-                        ssl=parsed.scheme == "https",
-                        settings=settings,
+                    client = _within(
+                        faults.CHROMA_SECONDS,
+                        lambda: chromadb.HttpClient(
+                            host=host,
+                            port=parsed.port or (443 if parsed.scheme == "https" else 8000),
+                            ssl=parsed.scheme == "https",
+                            settings=settings,
+                        ),
                     )
                 except Exception as exc:  # the client checks the server at once; its errors vary by cause
                     from stores.disk import causes

@@ -203,3 +203,38 @@ def test_only_a_lost_server_counts_as_lost() -> None:
     assert server_lost(errors.AdminShutdown("terminating connection due to administrator command"))
     assert not server_lost(errors.QueryCanceled("canceling statement due to statement timeout"))
     assert not server_lost(errors.DiskFull("could not extend file"))
+
+
+def test_a_chroma_server_that_answers_its_heartbeat_but_not_the_client_ends_at_the_deadline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Chroma's client asks its first questions while it is built, before its session has a deadline."""
+    import http.server
+
+    class HeartbeatOnly(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if self.path.endswith("/heartbeat"):
+                body = b'{"nanosecond heartbeat": 1}'
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+            else:
+                time.sleep(30)  # a server stuck on everything else
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), HeartbeatOnly)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setattr(faults, "CHROMA_SECONDS", 0.5)
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    started = time.monotonic()
+    try:
+        with pytest.raises(StoreUnavailableError) as failed:
+            chroma.chroma_client("/nonexistent", url)
+    finally:
+        server.shutdown()
+    assert time.monotonic() - started < 5
+    assert f"cannot reach the Chroma server at {url} (ReadTimeout)" in str(failed.value)
