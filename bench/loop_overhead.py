@@ -4,7 +4,7 @@ Both agents get the same scripted callable (N ``calculator`` calls, then an answ
 (``tools.calculator.evaluate``), are timed in the same process with the runs interleaved, and report the
 median and p90 per-round time (invoke time / (N + 1)) and the ratio ours/peer of the medians.
 
-    python bench/loop_overhead.py [--rounds 5] [--repeat 30] [--checkpointer memory] [--clock cpu] [--json out.json]
+    python bench/loop_overhead.py [--rounds 5] [--repeat 30] [--checkpointer memory] [--clock cpu] [--async] [--json out.json]
 
 ``--clock cpu`` times each invoke with the process's CPU time (all its threads) instead of wall time: on a
 machine shared with other jobs the wall clock mostly measures the scheduler, the CPU clock the work.
@@ -13,6 +13,7 @@ machine shared with other jobs the wall clock mostly measures the scheduler, the
 from __future__ import annotations
 
 import argparse
+import asyncio
 import gc
 import json
 import platform
@@ -74,9 +75,13 @@ def make_peer(model: ScriptedChatModel, checkpointer: InMemorySaver | None) -> t
     return create_agent(model, tools=[calc_tool], checkpointer=checkpointer), "langchain create_agent"
 
 
-def invoker(graph: Any, with_checkpointer: bool) -> Invoke:
+def invoker(graph: Any, with_checkpointer: bool, loop: asyncio.AbstractEventLoop | None = None) -> Invoke:
+    """One invoke of ``graph``: ``graph.invoke``, or ``graph.ainvoke`` on ``loop`` (the server's path)."""
+
     def run() -> dict[str, Any]:
         config = {"configurable": {"thread_id": uuid.uuid4().hex}} if with_checkpointer else None
+        if loop is not None:
+            return loop.run_until_complete(graph.ainvoke({"messages": [HumanMessage("go")]}, config=config))
         return graph.invoke({"messages": [HumanMessage("go")]}, config=config)
 
     return run
@@ -135,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=3, help="untimed invokes per agent first")
     parser.add_argument("--checkpointer", choices=["none", "memory"], default="none")
     parser.add_argument("--clock", choices=["wall", "cpu"], default="wall", help="what each invoke is timed by")
+    parser.add_argument("--async", dest="use_async", action="store_true", help="time graph.ainvoke (as a server runs it)")
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args(argv)
     if not 1 <= args.rounds <= 9:
@@ -146,7 +152,8 @@ def main(argv: list[str] | None = None) -> int:
         InMemorySaver() if memory else None, model=ScriptedChatModel(script), registry=builtin_registry()
     )
     peer, peer_name = make_peer(ScriptedChatModel(script), InMemorySaver() if memory else None)
-    runs = {"kb-agent": invoker(ours, memory), peer_name: invoker(peer, memory)}
+    loop = asyncio.new_event_loop() if args.use_async else None
+    runs = {"kb-agent": invoker(ours, memory, loop), peer_name: invoker(peer, memory, loop)}
 
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
     samples = measure(runs, args.rounds, args.repeat, args.warmup, clock)
@@ -155,7 +162,8 @@ def main(argv: list[str] | None = None) -> int:
 
     print(
         f"loop overhead: {args.rounds} tool rounds + 1 final per invoke, {args.repeat} invokes each, "
-        f"checkpointer={args.checkpointer}, clock={args.clock}, python {platform.python_version()}"
+        f"checkpointer={args.checkpointer}, clock={args.clock}, {'ainvoke' if args.use_async else 'invoke'}, "
+        f"python {platform.python_version()}"
     )
     print(f"{'agent':<24}{'median ms/round':>16}{'p90 ms/round':>14}{'min ms/round':>14}{'ms/invoke':>11}")
     for name, s in stats.items():

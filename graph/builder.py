@@ -1,6 +1,6 @@
 """The agent's wiring — read it top to bottom as the picture of the agent.
 
-    load_memory → retrieve → agent ⇄ tools → update_memory
+    load_memory → retrieve → agent ⇄ [review →] tools → update_memory
 
 Before each model round ``agent`` brings the request within its input budget, in the same step: over the
 history budget it folds the oldest whole rounds into the running summary (``nodes.summarize``). After
@@ -15,7 +15,7 @@ import logging
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage
+from langchain_core.messages import ToolMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
@@ -34,7 +34,7 @@ from graph.services import (
 from nodes.agent import make_agent
 from nodes.context import context_schema, run_settings
 from nodes.conversation import current_question
-from nodes.execute_tools import make_tools
+from nodes.execute_tools import make_review, make_tools, needs_review, pending
 from nodes.load_memory import make_load_memory, remembers
 from nodes.retrieval_gate import is_calculation
 from nodes.retrieve import KnowledgeSource, make_retrieve
@@ -54,15 +54,22 @@ from tools.registry import ToolRegistry
 log = logging.getLogger("kb_agent.graph")
 
 
-def route_after_agent(state: State) -> Literal["tools", "update_memory"]:
-    last = state.messages[-1] if state.messages else None
-    if isinstance(last, AIMessage) and (last.tool_calls or last.invalid_tool_calls):
-        return "tools"
+def route_after_agent(
+    state: State, registry: ToolRegistry | None = None
+) -> Literal["review", "tools", "agent", "update_memory"]:
+    """Calls go to ``tools``, through ``review`` when one is for a tool that asks a person first or the
+    agent node did not admit them; a round of only unreadable calls (answered by the agent node) goes back
+    to the model; an answer ends the turn."""
+    message = pending(state.messages)
+    if message is not None:
+        return "review" if needs_review(registry or ToolRegistry(), state, message) else "tools"
+    if state.messages and isinstance(state.messages[-1], ToolMessage):
+        return "agent"
     return "update_memory"
 
 
 def route_after_tools(state: State) -> Literal["agent", "update_memory"]:
-    """Back to the model unless the budget is spent."""
+    """Back to the model (which ends the turn itself when its budget is spent)."""
     return "update_memory" if state.stop_reason else "agent"
 
 
@@ -72,9 +79,14 @@ class Routes:
     opening a store (edges run on the event loop under ``ainvoke``)."""
 
     def __init__(
-        self, memory: MemoryStore | RunMemory | None, knowledge: object, deployment: Settings
+        self,
+        memory: MemoryStore | RunMemory | None,
+        knowledge: object,
+        deployment: Settings,
+        registry: ToolRegistry | None = None,
     ) -> None:
         self.memory, self.knowledge, self.deployment = memory, knowledge, deployment
+        self.registry = registry
 
     def remembers(self) -> bool:
         """Whether this run has long-term memory; outside a run (a state update applied as a node, which
@@ -97,8 +109,8 @@ class Routes:
         searchable = self.knowledge is not None and question.strip() and not is_calculation(question)
         return "retrieve" if searchable else "agent"
 
-    def after_agent(self, state: State) -> Literal["tools", "update_memory", "__end__"]:
-        return self._learn(route_after_agent(state))
+    def after_agent(self, state: State) -> Literal["review", "tools", "agent", "update_memory", "__end__"]:
+        return self._learn(route_after_agent(state, self.registry))
 
     def after_tools(self, state: State) -> Literal["agent", "update_memory", "__end__"]:
         return self._learn(route_after_tools(state))
@@ -177,14 +189,16 @@ def build_builder(
     fold = make_fold(registry, model, deployment=settings, chat_models=models)
     builder.add_node("agent", make_agent(registry, model, settings, chat_models=models, fold=fold))
     record = (lambda _: effects) if effects is not None else (lambda s: ROOT.services(s).tool_effects())
+    builder.add_node("review", make_review(registry, settings))
     builder.add_node("tools", make_tools(registry, settings, effects=record))
     builder.add_node("update_memory", make_update_memory(memory, settings))
 
-    routes = Routes(memory, knowledge, settings)
+    routes = Routes(memory, knowledge, settings, registry)
     builder.add_conditional_edges(START, routes.start, ["load_memory", "retrieve", "agent"])
     builder.add_conditional_edges("load_memory", routes.after_memory, ["retrieve", "agent"])
     builder.add_edge("retrieve", "agent")
-    builder.add_conditional_edges("agent", routes.after_agent, ["tools", "update_memory", END])
+    builder.add_conditional_edges("agent", routes.after_agent, ["review", "tools", "agent", "update_memory", END])
+    builder.add_edge("review", "tools")
     builder.add_conditional_edges("tools", routes.after_tools, ["agent", "update_memory", END])
     builder.add_edge("update_memory", END)
     return builder

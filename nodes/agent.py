@@ -37,6 +37,7 @@ from nodes.tool_choice import offered_definitions
 from stores.feedback import answer_digest, cited_ids
 from tools.nesting import without_deep_calls
 from tools.registry import ToolRegistry
+from tools.rounds import malformed
 
 log = logging.getLogger("kb_agent.agent")
 
@@ -214,7 +215,14 @@ def make_agent(
                 "budget": counters,
                 "stop_reason": "repeated_call",
             }
-        update: dict[str, Any] = {"messages": [response], "budget": counters, "stop_reason": None}
+        # Decisions about calls are about one round's: none carries over to the next.
+        update: dict[str, Any] = {"messages": [response], "budget": counters, "stop_reason": None, "approvals": {}}
+        if response.tool_calls or response.invalid_tool_calls:
+            # The round's calls within the turn's budget run, the rest are answered without running;
+            # calls whose arguments were not JSON are answered here (the ToolNode never sees them).
+            response.id = response.id or f"calls-{uuid.uuid4().hex}"
+            budget.admit(counters, response)
+            update["messages"] = [response, *malformed(response, runtime.stream_writer)]
         if not response.tool_calls:  # the answer: recorded, so feedback can tell it from a caller's text
             if not response.id:
                 response.id = f"answer-{uuid.uuid4().hex}"

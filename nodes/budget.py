@@ -24,6 +24,10 @@ LIMIT_NAMES = {
 }
 
 
+OVER_BUDGET = "over"  # the counters' list of this round's call ids past the turn's tool-call budget
+ADMITTED = "admitted"  # the id of the assistant message whose calls were counted against the budget
+
+
 def _sane(counters: dict[str, Any]) -> dict[str, Any]:
     """Stored counters as the nodes write them: counts never below zero, a start never in the future. Only
     nodes write them, but a budget must not be liftable by any state it is read from."""
@@ -100,6 +104,15 @@ class Budget:
             if counters["repeats"] >= self.max_repeated_calls:
                 return True
         return False
+
+    def admit(self, counters: dict[str, Any], message: Any) -> None:
+        """Count the calls of ``message`` (an assistant message with an id) against the turn's tool-call
+        budget: those within it run, the rest are answered without running (``OVER_BUDGET``)."""
+        allowance = max(0, self.max_tool_calls - counters["tool_calls"])
+        ids = [call.get("id") or "" for call in message.tool_calls]
+        counters[OVER_BUDGET] = ids[allowance:]
+        counters["tool_calls"] += min(len(ids), allowance)
+        counters[ADMITTED] = message.id
 
     def stop_message(self, reason: str, zh: bool) -> str:
         """What the user reads when the turn stops on a limit."""

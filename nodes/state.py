@@ -171,7 +171,8 @@ class State(InputState):
     it covers. ``passages`` and ``memories`` are this turn's retrieved chunks and recalled memories.
     ``budget`` holds the per-turn counters (see ``nodes.budget``); it is reset when a new question arrives.
     ``answers`` records each answer the agent gave (message id → digest and cited chunks), so feedback
-    refers to what the agent said, not to text a caller wrote into the history.
+    refers to what the agent said, not to text a caller wrote into the history. ``approvals`` holds what a
+    person decided about the current round's calls.
     """
 
     summary: str = ""
@@ -181,3 +182,6 @@ class State(InputState):
     budget: dict[str, Any] = field(default_factory=dict)
     stop_reason: str | None = None
     answers: Annotated[dict[str, dict[str, Any]], record_answers] = field(default_factory=dict)
+    # What a person decided about a round's calls: {"message": the assistant message's id, "calls": call id ->
+    # the digest of the call shown, or the answer it gets instead}; written by the review node only.
+    approvals: dict[str, Any] = field(default_factory=dict)

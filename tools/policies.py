@@ -23,6 +23,7 @@ import json
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -35,7 +36,16 @@ from langgraph.types import Command
 from tools.approval import call_digest
 from tools.nesting import depth_message, too_deep
 from tools.permissions import Grant, PermissionDeniedError, grant_for
-from tools.registry import STEP_KEY, ToolArgumentError, ToolContext, ToolError, ToolRegistry, UnknownToolError
+from tools.registry import (
+    CURRENT_STEP,
+    STEP_KEY,
+    ToolArgumentError,
+    ToolContext,
+    ToolError,
+    ToolRegistry,
+    UnknownToolError,
+    current_step,
+)
 from tools.workers import run_with_deadline
 
 log = logging.getLogger("kb_agent.tools")
@@ -56,6 +66,7 @@ class ToolStep:
 
     context: ToolContext
     approved: dict[str, str] = field(default_factory=dict)  # call id -> digest shown to the person
+    refused: dict[str, str] = field(default_factory=dict)  # call id -> the answer it gets instead of running
     effects: Any = None  # stores.tool_effects.StepEffects, or None: side effects not recorded
     timeout: float = 90.0
     concurrency: int = 4
@@ -81,10 +92,67 @@ class ToolStep:
 def step_of(request: ToolCallRequest) -> ToolStep:
     """The round this call belongs to; a ToolNode run without one (an application's own) gets a round
     with no caller, which grants nothing that needs a permission."""
-    runtime = getattr(request, "runtime", None)
-    config = getattr(runtime, "config", None) or {}
-    step = config.get("configurable", {}).get(STEP_KEY)
-    return step if isinstance(step, ToolStep) else ToolStep(ToolContext())
+    step = current_step(getattr(request, "runtime", None))
+    return step if isinstance(step, ToolStep) else _NO_ROUND
+
+
+class Round:
+    """The outermost policy of the graph's ``ToolNode``: works out the round a call belongs to (once per
+    round: its calls share the graph state object) and makes it the call's, for the policies below and
+    for the tool (``tools.registry.context_of``). A round already in the run's config is taken as is."""
+
+    def __init__(self, step_for: Callable[[ToolCallRequest], ToolStep] | None) -> None:
+        self.step_for = step_for
+        self._rounds: dict[int, tuple[weakref.ref[Any], ToolStep]] = {}
+        self._lock = threading.Lock()
+
+    def _needed(self, request: ToolCallRequest) -> bool:
+        config = getattr(getattr(request, "runtime", None), "config", None) or {}
+        return self.step_for is not None and config.get("configurable", {}).get(STEP_KEY) is None
+
+    def _known(self, request: ToolCallRequest) -> ToolStep | None:
+        held = self._rounds.get(id(request.state))
+        return held[1] if held is not None and held[0]() is request.state else None
+
+    def _step(self, request: ToolCallRequest) -> ToolStep:
+        assert self.step_for is not None
+        state = request.state
+        try:
+            ref = weakref.ref(state)
+        except TypeError:  # a state that cannot be referred to weakly: each call works its round out
+            return self.step_for(request)
+        key = id(state)
+        with self._lock:
+            held = self._rounds.get(key)
+            if held is None or held[0]() is not state:  # a new round (an id can be reused later)
+                held = (ref, self.step_for(request))
+                self._rounds[key] = held
+                # Forgotten with its state: a round never outlives the node step that ran it.
+                weakref.finalize(state, self._rounds.pop, key, None)
+        return held[1]
+
+    def wrap(self, request: ToolCallRequest, execute: Execute) -> Result:
+        if not self._needed(request):
+            return execute(request)
+        token = CURRENT_STEP.set(self._step(request))
+        try:
+            return execute(request)
+        finally:
+            CURRENT_STEP.reset(token)
+
+    async def awrap(self, request: ToolCallRequest, execute: AExecute) -> Result:
+        if not self._needed(request):
+            return await execute(request)
+        # Working a round out opens its stores (the record of side effects): never on the event loop.
+        step = self._known(request) or await asyncio.to_thread(self._step, request)
+        token = CURRENT_STEP.set(step)
+        try:
+            return await execute(request)
+        finally:
+            CURRENT_STEP.reset(token)
+
+
+_NO_ROUND = ToolStep(ToolContext())
 
 
 class Policy(Protocol):
@@ -176,6 +244,13 @@ class Approval(Check):
 
     def __init__(self, registry: ToolRegistry) -> None:
         self.registry = registry
+
+    def decide(self, request: ToolCallRequest) -> Result | None:
+        refused = step_of(request).refused.get(request.tool_call.get("id") or "")
+        if refused is not None:  # rejected by the person, or past the turn's budget: answered, not run
+            call = request.tool_call
+            return ToolMessage(content=refused, tool_call_id=call.get("id") or "", name=call["name"], status="error")
+        return super().decide(request)
 
     def refusal(self, request: ToolCallRequest) -> str:
         call = request.tool_call
@@ -380,9 +455,13 @@ def chain(policies: Sequence[Any]) -> tuple[Callable[[ToolCallRequest, Execute],
     return wrap, awrap
 
 
-def platform_policies(registry: ToolRegistry) -> list[Any]:
-    """The platform's policies in the order they apply (outermost first)."""
+def platform_policies(
+    registry: ToolRegistry, step_for: Callable[[ToolCallRequest], ToolStep] | None = None
+) -> list[Any]:
+    """The platform's policies in the order they apply (outermost first); ``step_for`` works out a call's
+    round from the graph (its state and runtime) when the run's config does not carry one."""
     return [
+        Round(step_for),
         Report(registry),
         Permissions(registry),
         Arguments(registry),

@@ -9,6 +9,7 @@ worded so the model can correct itself on the next round.
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import inspect
 import re
@@ -105,12 +106,22 @@ schema, injected by ``ToolNode``), and the context is read from the round riding
 STEP_KEY = "__kb_agent_tool_step"  # where a round of calls (tools.policies.ToolStep) rides in the run's config
 
 
+CURRENT_STEP: contextvars.ContextVar[Any] = contextvars.ContextVar("kb_agent_tool_step", default=None)
+"""The round a call belongs to (a ``tools.policies.ToolStep``), set around each call by the outermost
+policy when the round is not in the run's config: the graph's own ``ToolNode`` node."""
+
+
+def current_step(runtime: Any) -> Any:
+    """The round of a call: from the run's config (``ToolRounds.call``), else the one being run here."""
+    config = getattr(runtime, "config", None) or {}
+    step = config.get("configurable", {}).get(STEP_KEY)
+    return step if step is not None else CURRENT_STEP.get()
+
+
 def context_of(runtime: Any) -> ToolContext:
     """The run's ToolContext for a call, from its ``ToolRuntime``; none outside the platform's rounds (then
     a tool that needs its caller says so, and nothing needing a permission is granted)."""
-    config = getattr(runtime, "config", None) or {}
-    step = config.get("configurable", {}).get(STEP_KEY)
-    context = getattr(step, "context", None)
+    context = getattr(current_step(runtime), "context", None)
     return context if isinstance(context, ToolContext) else ToolContext()
 
 

@@ -13,6 +13,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
+from langgraph.prebuilt.tool_node import ToolCallRequest
 
 from tools.approval import Approver, Review, describe_call, review_calls
 from tools.nesting import is_depth_refusal
@@ -49,11 +50,19 @@ class ToolRounds:
     """The registry's tools in a ``ToolNode`` wrapped by the platform's policies, and the approval step
     that comes before them."""
 
-    def __init__(self, registry: ToolRegistry) -> None:
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        *,
+        step_for: Callable[[ToolCallRequest], ToolStep] | None = None,
+        name: str = "tools",
+    ) -> None:
+        """``step_for`` works a call's round out from the graph it runs in (the agent's tools node);
+        without it each round is handed in through the run's config (:meth:`call`)."""
         self.registry = registry
-        wrap, awrap = chain(platform_policies(registry))
+        wrap, awrap = chain(platform_policies(registry, step_for))
         self.node = ToolNode(
-            registry.tools(), name="run_tools", wrap_tool_call=wrap, awrap_tool_call=awrap, handle_tool_errors=False
+            registry.tools(), name=name, wrap_tool_call=wrap, awrap_tool_call=awrap, handle_tool_errors=False
         )
         self._graph: Any = None
 
@@ -90,15 +99,6 @@ class ToolRounds:
             "configurable": {**config.get("configurable", {}), STEP_KEY: step},
             "max_concurrency": step.concurrency,
         }
-
-    def invoke(self, state: Any, step: ToolStep, config: RunnableConfig | None = None) -> list[ToolMessage]:
-        """Run the calls of the last assistant message in ``state`` (one ToolMessage each, in order)."""
-        output = self.node.invoke(state, self.step_config(config or {}, step))
-        return list(output["messages"])
-
-    async def ainvoke(self, state: Any, step: ToolStep, config: RunnableConfig | None = None) -> list[ToolMessage]:
-        output = await self.node.ainvoke(state, self.step_config(config or {}, step))
-        return list(output["messages"])
 
     def call(
         self,

@@ -114,7 +114,7 @@ def _event(e: dict[str, Any]) -> tuple[Any, ...]:
 
 
 def _summary(chunks: list[tuple[str, Any]], state: dict[str, Any]) -> dict[str, Any]:
-    budget = {k: v for k, v in state["budget"].items() if k not in ("started_at", "turn", "tokens")}
+    budget = {k: v for k, v in state["budget"].items() if k not in ("started_at", "turn", "tokens", "admitted")}
     return {
         "events": [_event(c) for mode, c in chunks if mode == "custom"],
         "nodes": [next(iter(c)) for mode, c in chunks if mode == "updates"],
