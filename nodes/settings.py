@@ -405,7 +405,8 @@ class Settings(BaseSettings):
     )
     runs_per_user: int = _setting(
         SERVER, 2,
-        'Runs one server caller may have in flight at once; more wait in a queue for a free slot.',
+        'Runs one server caller may have in flight at once, the ones their crons fire and background runs '
+        'included; more wait in a queue for a free slot (a cron firing waits for the next tick).',
     )
     run_queue_per_user: int = _setting(
         SERVER, 20,
