@@ -32,7 +32,9 @@ _line: list[Callable[[], str]] = []
 
 
 def install() -> None:
-    """SIGTERM and Ctrl-C stop the command (main thread only, before the command runs)."""
+    """SIGTERM and Ctrl-C stop the command (before it runs; signals reach only the main thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
     reader, writer = socket.socketpair()
     writer.setblocking(False)
     signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
