@@ -111,24 +111,9 @@ class ToolRounds:
         concurrency: int = 4,
     ) -> list[ToolMessage]:
         """Calls outside a graph (the command line, benchmarks): review, then run; one answer per call."""
-        events: Emit = emit or (lambda _event: None)
-        review = self.review(calls, context, approver, events)
-        runnable = [c for c in calls if (c.get("id") or "") not in review.refused]
-        answers: dict[str, ToolMessage] = {}
-        if runnable:
-            step = ToolStep(
-                context,
-                approved=review.approved,
-                effects=context.effects,
-                timeout=timeout,
-                concurrency=concurrency,
-                emit=events,
-            )
-            message = AIMessage(content="", tool_calls=[{**c, "type": "tool_call"} for c in runnable])  # type: ignore[list-item]
-            output = self._alone().invoke({"messages": [message]}, self.step_config({}, step))
-            for answer in output["messages"][1:]:
-                answers[answer.tool_call_id] = answer
-        return self._in_order(calls, answers, review)
+        review, state, config = self._prepare(calls, context, approver, emit, timeout, concurrency)
+        output = self._alone().invoke(state, config) if state is not None else None
+        return self._answers(calls, review, output)
 
     async def acall(
         self,
@@ -141,35 +126,40 @@ class ToolRounds:
         concurrency: int = 4,
     ) -> list[ToolMessage]:
         """:meth:`call` awaited: the tools' async paths, as under ``graph.ainvoke``."""
-        events: Emit = emit or (lambda _event: None)
-        review = self.review(calls, context, approver, events)
-        return await self._arun(calls, context, review, events, timeout, concurrency)
+        review, state, config = self._prepare(calls, context, approver, emit, timeout, concurrency)
+        output = await self._alone().ainvoke(state, config) if state is not None else None
+        return self._answers(calls, review, output)
 
-    async def _arun(
+    def _prepare(
         self,
         calls: Sequence[dict[str, Any]],
         context: ToolContext,
-        review: Review,
-        events: Emit,
+        approver: Approver | None,
+        emit: Emit | None,
         timeout: float,
         concurrency: int,
-    ) -> list[ToolMessage]:
+    ) -> tuple[Review, dict[str, Any] | None, RunnableConfig]:
+        """The people's decisions, and the one-node graph's input and config for the calls left to run."""
+        events: Emit = emit or (lambda _event: None)
+        review = self.review(calls, context, approver, events)
         runnable = [c for c in calls if (c.get("id") or "") not in review.refused]
-        answers: dict[str, ToolMessage] = {}
-        if runnable:
-            step = ToolStep(
-                context,
-                approved=review.approved,
-                effects=context.effects,
-                timeout=timeout,
-                concurrency=concurrency,
-                emit=events,
-            )
-            message = AIMessage(content="", tool_calls=[{**c, "type": "tool_call"} for c in runnable])  # type: ignore[list-item]
-            output = await self._alone().ainvoke({"messages": [message]}, self.step_config({}, step))
-            for answer in output["messages"][1:]:
-                answers[answer.tool_call_id] = answer
-        return self._in_order(calls, answers, review)
+        step = ToolStep(
+            context,
+            approved=review.approved,
+            effects=context.effects,
+            timeout=timeout,
+            concurrency=concurrency,
+            emit=events,
+        )
+        message = AIMessage(content="", tool_calls=[{**c, "type": "tool_call"} for c in runnable])  # type: ignore[list-item]
+        return review, ({"messages": [message]} if runnable else None), self.step_config({}, step)
+
+    @classmethod
+    def _answers(
+        cls, calls: Sequence[dict[str, Any]], review: Review, output: dict[str, Any] | None
+    ) -> list[ToolMessage]:
+        answers = {answer.tool_call_id: answer for answer in (output or {}).get("messages", [])[1:]}
+        return cls._in_order(calls, answers, review)
 
     @staticmethod
     def _in_order(calls: Sequence[dict[str, Any]], answers: dict[str, ToolMessage], review: Review) -> list[ToolMessage]:
