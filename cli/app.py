@@ -296,12 +296,19 @@ def chat(
             if agent.context.uses_offline_model:  # the operator's hint; the model's own replies name no setting
                 out.print("[dim]offline demo model: KB_AGENT_BASE_URL, KB_AGENT_API_KEY and KB_AGENT_MODEL connect a real one[/dim]")
             _lenient_stdin()
+            signals.on_stop(
+                lambda: f"stopped: kb-agent chat ended; thread {state['thread']!r} keeps every answered turn "
+                "(a question still being answered is not kept)"
+            )
             while True:
                 try:
                     line = input("› ").strip()
-                except (EOFError, KeyboardInterrupt):
+                except EOFError:  # end of input: how a chat ends
                     out.print()
                     break
+                except KeyboardInterrupt:  # Ctrl-C or SIGTERM at the prompt: stopped like any command
+                    out.print()
+                    raise
                 if bad := undecodable(line):
                     err.print(
                         f"[red]error:[/red] that line is not valid UTF-8 (bytes {shown(bad)}): not sent"

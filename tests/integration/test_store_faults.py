@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -220,3 +221,25 @@ def test_a_disk_that_fills_during_ask_is_one_line_and_keeps_nothing(
     assert done.returncode == 1 and len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
     assert lines[0].startswith(f"error: the disk holding {home} is full"), lines
     assert _cli(home, "threads", "history", "t1", "--all").stdout == before
+
+
+def test_sigterm_at_the_chat_prompt_is_one_line(tmp_path: Path) -> None:
+    """A chat waiting for its next line is stopped like any command: one line, exit 130 (end of input is
+    how a chat ends normally: exit 0)."""
+    home = tmp_path / "home"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cli", "chat", "--offline", "-t", "c1"], cwd=ROOT, env=_env(home),
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    header: list[str] = []
+    reader = threading.Thread(target=lambda: header.append(proc.stdout.readline() if proc.stdout else ""), daemon=True)
+    reader.start()
+    err, seconds = _stop(proc, lambda: bool(header) and "kb-agent" in header[0], settle=0.5)
+    line = _stopped_in_one_line(proc, err, seconds)
+    assert "chat" in line and "c1" in line, line
+    ended = subprocess.run(
+        [sys.executable, "-m", "cli", "chat", "--offline", "-t", "c1"], cwd=ROOT, env=_env(home), input="",
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert ended.returncode == 0 and not _lines(ended.stderr), ended.stderr
