@@ -271,7 +271,11 @@ class Agent:
         """Undo a turn whose process died mid-way (its marker is still there); the caller holds the lock."""
         unfinished = self.registry.unfinished_turn(thread_id)
         if unfinished is not None:
-            log.warning("thread %s: undoing a turn that never finished (its process died)", thread_id)
+            log.warning(
+                "thread %s: undoing an earlier turn that did not finish (its process stopped, or its store "
+                "failed before the turn could be undone)",
+                thread_id,
+            )
             self._undo(thread_id, *unfinished)
 
     def _owned(self, thread_id: str, user_id: str | None) -> RunnableConfig:
